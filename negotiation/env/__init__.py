@@ -1,0 +1,38 @@
+"""The negotiation environment: domains, scenarios, scoring, parser, engine, reward, tables."""
+
+from negotiation.env._domain import (
+    DOMAINS_DIR,
+    REPO_ROOT,
+    ROLES,
+    Domain,
+    Role,
+    Term,
+    load_domain,
+    load_domain_file,
+    load_domains,
+)
+from negotiation.env._engine import (
+    RECORD_VERSION,
+    EnvConfig,
+    Episode,
+    Negotiation,
+    TurnRecord,
+    arun_episode,
+    run_episode,
+)
+from negotiation.env._parse import ParsedTurn, parse_message
+from negotiation.env._reward import eq1_reward, episode_reward, frontloaded_step_rewards
+from negotiation.env._scenario import PartyPrefs, Scenario, make_scenario
+from negotiation.env._tables import KEY, episode_row, episodes_to_frames, to_json, turn_rows, write_tables
+from negotiation.env._utility import INVALID, Score, canonical_value, feature, score_ledger, score_prefs
+from negotiation.env._view import Agent, Message, Reply, View, arespond
+
+__all__ = [
+    "DOMAINS_DIR", "INVALID", "KEY", "RECORD_VERSION", "REPO_ROOT", "ROLES",
+    "Agent", "Domain", "EnvConfig", "Episode", "Message", "Negotiation", "ParsedTurn",
+    "PartyPrefs", "Reply", "Role", "Scenario", "Score", "Term", "TurnRecord", "View",
+    "arespond", "arun_episode", "canonical_value", "episode_reward", "episode_row",
+    "episodes_to_frames", "eq1_reward", "feature", "frontloaded_step_rewards", "load_domain",
+    "load_domain_file", "load_domains", "make_scenario", "parse_message", "run_episode",
+    "score_ledger", "score_prefs", "to_json", "turn_rows", "write_tables",
+]

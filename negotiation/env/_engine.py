@@ -1,0 +1,232 @@
+"""The episode engine: the seller opens, the parties alternate, at most ``2 T`` turns.
+
+``Negotiation`` is a state machine (``view`` -> agent -> ``apply``) so that one loop can drive
+agents one at a time (``run_episode``), concurrently (``arun_episode``) or in batches of
+episodes (the demo trainer). COUNTER terms overwrite a persistent ledger; ACCEPT closes the
+episode on the current ledger (terms attached to it are applied first only when the config says
+so, as in training); ACCEPT of an empty ledger is a malformed turn; the cap without an ACCEPT
+is a no-deal. A malformed turn leaves the ledger unchanged, still delivers its prose and counts
+in ``n_bad``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, Mapping
+
+from negotiation.env._domain import Role
+from negotiation.env._parse import ParsedTurn, parse_message
+from negotiation.env._scenario import Scenario
+from negotiation.env._utility import INVALID, Score, canonical_value, score_ledger
+from negotiation.env._view import Agent, Message, Reply, View, arespond
+
+Outcome = Literal["deal", "no_deal"]
+RECORD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Environment constants; a study's protocol supplies them (never retyped in code)."""
+
+    max_rounds: int
+    """T: rounds (one seller and one buyer turn each) before a no-deal."""
+    no_deal_penalty: float
+    """λ: the outcome term of a no-deal is ``-λ``."""
+    g_fmt: float
+    """Weight of the seller's malformed-turn fraction in Eq. 1."""
+    g_len: float
+    """Weight of the length penalty in Eq. 1."""
+    t_soft: float
+    """Soft budget in rounds (0.75 T in the paper)."""
+    accept_applies_terms: bool
+    """Training: terms attached to an ACCEPT are applied before closing. Evaluation: ignored."""
+    phase: str = "evaluation"
+    """Recorded with every episode."""
+
+    @property
+    def max_turns(self) -> int:
+        return 2 * self.max_rounds
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """Everything that happened in one turn."""
+
+    turn: int
+    role: Role
+    raw: str
+    prose: str
+    ok: bool
+    action: str | None
+    terms: tuple[tuple[str, Any], ...]
+    error: str | None
+    ledger_after: Mapping[str, Any]
+    flags: Mapping[str, bool]
+    n_off_schema: int
+    n_invalid: int
+    n_out_of_range: int
+    reply: Reply = field(default_factory=lambda: Reply(""))
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One finished negotiation."""
+
+    domain: str
+    seed: int
+    sample_seed: int
+    seller: str
+    buyer: str
+    config: EnvConfig
+    outcome: Outcome
+    closed_by: Role | None
+    accept_had_terms: bool
+    final_ledger: Mapping[str, Any]
+    seller_score: Score
+    buyer_score: Score
+    turns: tuple[TurnRecord, ...]
+
+    @property
+    def deal(self) -> bool:
+        return self.outcome == "deal"
+
+    @property
+    def S(self) -> float:  # noqa: N802 - the paper's symbol
+        """Outcome term of Eq. 1: seller Ũ on a deal, ``-λ`` on a no-deal."""
+        return self.seller_score.u_tilde if self.deal else -self.config.no_deal_penalty
+
+    @property
+    def n_turns(self) -> int:
+        return len(self.turns)
+
+    @property
+    def n_rounds(self) -> int:
+        return math.ceil(self.n_turns / 2)
+
+    def n_bad(self, role: Role | None = None) -> int:
+        return sum(1 for t in self.turns if not t.ok and (role is None or t.role == role))
+
+    def n_turns_of(self, role: Role) -> int:
+        return sum(1 for t in self.turns if t.role == role)
+
+
+def _count_term_issues(scenario: Scenario, terms: tuple[tuple[str, Any], ...]) -> tuple[int, int, int]:
+    domain = scenario.domain
+    off = inv = oor = 0
+    for name, value in terms:
+        if not domain.has_term(name):
+            off += 1
+            continue
+        term = domain.term(name)
+        canon = canonical_value(term, value)
+        if canon is INVALID:
+            inv += 1
+        elif term.is_continuous and not term.range[0] <= canon <= term.range[1]:  # type: ignore[index]
+            oor += 1
+    return off, inv, oor
+
+
+class Negotiation:
+    """One episode in progress."""
+
+    def __init__(self, scenario: Scenario, config: EnvConfig, *, sample_seed: int | None = None):
+        self.scenario = scenario
+        self.config = config
+        self.sample_seed = scenario.seed if sample_seed is None else int(sample_seed)
+        self.ledger: dict[str, Any] = {}
+        self.turns: list[TurnRecord] = []
+        self.outcome: Outcome | None = None
+        self.closed_by: Role | None = None
+        self.accept_had_terms = False
+
+    @property
+    def done(self) -> bool:
+        return self.outcome is not None
+
+    @property
+    def next_role(self) -> Role:
+        return "seller" if len(self.turns) % 2 == 0 else "buyer"
+
+    def view(self) -> View:
+        """The view of the party about to speak."""
+        role = self.next_role
+        history = tuple(
+            Message(t.turn, t.role, t.prose, t.ledger_after,
+                    t.raw if t.role == role else None, t.ok if t.role == role else None)
+            for t in self.turns
+        )
+        return View(role, self.scenario.domain, self.scenario.prefs(role), len(self.turns) + 1,
+                    self.config.max_turns, history, MappingProxyType(dict(self.ledger)),
+                    self.config.phase, self.sample_seed)
+
+    def apply(self, reply: Reply | str) -> TurnRecord:
+        """Play the next party's message."""
+        if self.done:
+            raise RuntimeError("the episode is over")
+        reply = Reply(reply) if isinstance(reply, str) else reply
+        role = self.next_role
+        parsed = parse_message(reply.text)
+        ok, error = parsed.ok, parsed.error
+        if ok and parsed.action == "COUNTER":
+            self._write(parsed.terms)
+        elif ok and parsed.action == "ACCEPT":
+            ok, error = self._accept(parsed, role)
+        record = self._record(role, reply, parsed, ok, error)
+        self.turns.append(record)
+        if not self.done and len(self.turns) >= self.config.max_turns:
+            self.outcome = "no_deal"
+        return record
+
+    def _write(self, terms: tuple[tuple[str, Any], ...]) -> None:
+        for name, value in terms:
+            self.ledger[name] = value
+
+    def _accept(self, parsed: ParsedTurn, role: Role) -> tuple[bool, str | None]:
+        if parsed.terms:
+            self.accept_had_terms = True
+            if self.config.accept_applies_terms:
+                self._write(parsed.terms)
+        if not self.ledger:
+            return False, "accept_empty_ledger"
+        self.outcome, self.closed_by = "deal", role
+        return True, None
+
+    def _record(self, role: Role, reply: Reply, parsed: ParsedTurn, ok: bool, error: str | None) -> TurnRecord:
+        off, inv, oor = _count_term_issues(self.scenario, parsed.terms)
+        return TurnRecord(len(self.turns) + 1, role, reply.text, parsed.prose, ok,
+                          parsed.action if ok else None, parsed.terms, error,
+                          MappingProxyType(dict(self.ledger)), MappingProxyType(parsed.flags),
+                          off, inv, oor, reply)
+
+    def record(self, seller: str, buyer: str) -> Episode:
+        """The finished episode."""
+        if not self.done:
+            raise RuntimeError("the episode is still running")
+        ledger = MappingProxyType(dict(self.ledger))
+        return Episode(self.scenario.domain.name, self.scenario.seed, self.sample_seed, seller,
+                       buyer, self.config, self.outcome, self.closed_by,  # type: ignore[arg-type]
+                       self.accept_had_terms, ledger,
+                       score_ledger(self.scenario, "seller", ledger),
+                       score_ledger(self.scenario, "buyer", ledger), tuple(self.turns))
+
+
+def run_episode(scenario: Scenario, seller: Agent, buyer: Agent, config: EnvConfig,
+                *, sample_seed: int | None = None) -> Episode:
+    """Play one episode to the end with synchronous agents."""
+    game = Negotiation(scenario, config, sample_seed=sample_seed)
+    agents = {"seller": seller, "buyer": buyer}
+    while not game.done:
+        game.apply(agents[game.next_role].respond(game.view()))
+    return game.record(seller.spec, buyer.spec)
+
+
+async def arun_episode(scenario: Scenario, seller: Any, buyer: Any, config: EnvConfig,
+                       *, sample_seed: int | None = None) -> Episode:
+    """Play one episode with agents that may be asynchronous (LLM endpoints)."""
+    game = Negotiation(scenario, config, sample_seed=sample_seed)
+    agents = {"seller": seller, "buyer": buyer}
+    while not game.done:
+        game.apply(await arespond(agents[game.next_role], game.view()))
+    return game.record(seller.spec, buyer.spec)

@@ -1,0 +1,72 @@
+"""Scenarios: a domain and a seed, from which both parties' private preferences follow.
+
+Draw order (documented because seeds are part of the study's record): the seed alone seeds
+``numpy.random.SeedSequence(seed)``, which spawns two child streams, seller first and buyer
+second, each a ``PCG64`` generator. Each party draws its importances
+``w ~ Dirichlet(alpha * 1_K)`` over the domain's terms in file order, then, for every
+integrative term in file order, its preferred level uniformly among the term's levels.
+Nothing else (arm, buyer, process) enters the draw, so every arm meets identical scenarios.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+
+from negotiation.env._domain import Domain, Role
+
+DEFAULT_DIRICHLET_ALPHA = 0.3  # paper §3; protocols restate it and pass it explicitly
+
+
+@dataclass(frozen=True)
+class PartyPrefs:
+    """One party's private preferences."""
+
+    role: Role
+    weights: Mapping[str, float]
+    """Importance per term (domain order); sums to 1."""
+    preferred: Mapping[str, Any]
+    """Preferred level per integrative term."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A (domain, seed) pair with both parties' preferences."""
+
+    domain: Domain
+    seed: int
+    seller: PartyPrefs
+    buyer: PartyPrefs
+    alpha: float = DEFAULT_DIRICHLET_ALPHA
+
+    def prefs(self, role: Role) -> PartyPrefs:
+        return self.seller if role == "seller" else self.buyer
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.domain.name, self.seed)
+
+
+def _draw_party(domain: Domain, role: Role, rng: np.random.Generator, alpha: float) -> PartyPrefs:
+    k = len(domain.terms)
+    w = rng.dirichlet(np.full(k, alpha))
+    weights = {t.name: float(x) for t, x in zip(domain.terms, w)}
+    preferred = {}
+    for term in domain.terms:
+        if not term.is_continuous:
+            levels = term.levels or ()
+            preferred[term.name] = levels[int(rng.integers(len(levels)))]
+    return PartyPrefs(role, MappingProxyType(weights), MappingProxyType(preferred))
+
+
+def make_scenario(domain: Domain, seed: int, alpha: float = DEFAULT_DIRICHLET_ALPHA) -> Scenario:
+    """Both parties' preferences for ``(domain, seed)``, deterministic in the seed alone."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    seller_ss, buyer_ss = np.random.SeedSequence(int(seed)).spawn(2)
+    seller = _draw_party(domain, "seller", np.random.Generator(np.random.PCG64(seller_ss)), alpha)
+    buyer = _draw_party(domain, "buyer", np.random.Generator(np.random.PCG64(buyer_ss)), alpha)
+    return Scenario(domain, int(seed), seller, buyer, alpha)

@@ -1,0 +1,104 @@
+"""Utility of a ledger for one party (DESIGN.md "Utility").
+
+Feature map: a continuous term with range [lo, hi] scores ``±(2 (clip(v) - lo) / (hi - lo) - 1)``,
+``+`` for the role preferring high; a categorical or binary term scores ``+1`` at the party's
+preferred level and ``-1`` at any other level; a term never named scores ``0``. With weights
+summing to one the worst full contract has ``U = -1`` and the best ``U = +1``, so
+``Ũ = (U + 1) / 2`` and an unnamed term adds ``w_k / 2`` to ``Ũ``. A name outside the schema
+is kept in the ledger and never scored. A value of the wrong type or an unknown level scores as
+unnamed and is counted as invalid; an out-of-range number is clipped and counted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from negotiation.env._domain import Role, Term
+from negotiation.env._scenario import PartyPrefs, Scenario
+
+INVALID = object()  # sentinel: the value cannot be scored for this term
+
+
+@dataclass(frozen=True)
+class Score:
+    """One party's score of a ledger."""
+
+    u: float
+    """Raw utility ``Σ w_k φ_k`` in [-1, 1]."""
+    u_tilde: float
+    """Normalized utility ``(U - Umin) / (Umax - Umin)`` in [0, 1]."""
+    distributive: float
+    """Part of ``u_tilde`` from continuous terms (never-named ones count ``w_k / 2``)."""
+    integrative: float
+    """Part of ``u_tilde`` from categorical and binary terms; the parts sum to ``u_tilde``."""
+    n_off_schema: int
+    """Ledger names outside the domain (kept, never scored)."""
+    n_invalid: int
+    """Schema terms whose value has the wrong type or an unknown level (scored as unnamed)."""
+    n_out_of_range: int
+    """Continuous values outside the range (clipped for scoring)."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def canonical_value(term: Term, value: Any) -> Any:
+    """The schema value ``value`` stands for, or ``INVALID``.
+
+    Categorical levels match case- and whitespace-insensitively (LLMs write "sedan" for
+    "Sedan"); binary terms take JSON booleans only; continuous terms take finite numbers.
+    """
+    if term.kind == "continuous":
+        return float(value) if _is_number(value) else INVALID
+    if term.kind == "binary":
+        return value if isinstance(value, bool) else INVALID
+    if isinstance(value, str):
+        folded = value.strip().casefold()
+        for level in term.levels or ():
+            if level.casefold() == folded:
+                return level
+    return INVALID
+
+
+def feature(term: Term, role: Role, preferred: Any, value: Any) -> tuple[float, bool, bool]:
+    """``(φ, invalid, out_of_range)`` of one named term for ``role``."""
+    canon = canonical_value(term, value)
+    if canon is INVALID:
+        return 0.0, True, False
+    if term.is_continuous:
+        lo, hi = term.range  # type: ignore[misc]
+        clipped = min(max(canon, lo), hi)
+        phi = 2.0 * (clipped - lo) / (hi - lo) - 1.0
+        sign = 1.0 if term.high_preferred_by == role else -1.0
+        return sign * phi, False, clipped != canon
+    return (1.0 if canon == preferred else -1.0), False, False
+
+
+def score_prefs(scenario: Scenario, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> Score:
+    """Score ``ledger`` (term name -> value) for the party with ``prefs``."""
+    domain = scenario.domain
+    u = dist = integ = 0.0
+    n_invalid = n_oor = 0
+    for term in domain.terms:
+        w = prefs.weights[term.name]
+        phi = 0.0
+        if term.name in ledger:
+            phi, invalid, oor = feature(term, prefs.role, prefs.preferred.get(term.name), ledger[term.name])
+            n_invalid += invalid
+            n_oor += oor
+        u += w * phi
+        part = w * (phi + 1.0) / 2.0
+        if term.is_continuous:
+            dist += part
+        else:
+            integ += part
+    n_off = sum(1 for name in ledger if not domain.has_term(name))
+    return Score(u, (u + 1.0) / 2.0, dist, integ, n_off, n_invalid, n_oor)
+
+
+def score_ledger(scenario: Scenario, role: Role, ledger: Mapping[str, Any]) -> Score:
+    """Score ``ledger`` for ``role`` in ``scenario``."""
+    return score_prefs(scenario, scenario.prefs(role), ledger)

@@ -1,0 +1,81 @@
+"""What an agent sees and returns: one interface for every seller and buyer."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol, runtime_checkable
+
+from negotiation.env._domain import Domain, Role
+from negotiation.env._scenario import PartyPrefs
+
+
+@dataclass(frozen=True)
+class Message:
+    """One past turn as the viewing party knows it."""
+
+    turn: int
+    role: Role
+    prose: str
+    """What the counterpart read (the message minus its JSON)."""
+    ledger_after: Mapping[str, Any]
+    raw: str | None
+    """The full text, only for the viewer's own turns (the counterpart's JSON is never shown)."""
+    ok: bool | None
+    """Whether the turn parsed, only for the viewer's own turns."""
+
+
+@dataclass(frozen=True)
+class View:
+    """A party's own view of the negotiation before it speaks: never the other's preferences."""
+
+    role: Role
+    domain: Domain
+    prefs: PartyPrefs
+    turn: int
+    """1-based number of the turn about to be played (the seller plays odd turns)."""
+    max_turns: int
+    """The cap, known to the engine; prompts must not state it (paper §3)."""
+    history: tuple[Message, ...]
+    ledger: Mapping[str, Any]
+    """Current ledger: every term named so far, last value wins."""
+    phase: str
+    """``evaluation`` or ``training``."""
+    sample_seed: int
+    """Seed for any randomness in the reply (prose templates, sampling)."""
+
+    @property
+    def round(self) -> int:
+        return (self.turn + 1) // 2
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An agent's message and what it cost."""
+
+    text: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    latency_s: float = 0.0
+    retries: int = 0
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Every seller and buyer: given the role's view, return the message text."""
+
+    spec: str
+
+    def respond(self, view: View) -> Reply: ...
+
+
+async def arespond(agent: Any, view: View) -> Reply:
+    """Await an agent's reply: its own ``arespond`` if it has one, else ``respond`` in a thread
+    only when it declares itself blocking, else inline (scripted agents are instant)."""
+    native = getattr(agent, "arespond", None)
+    if native is not None:
+        return await native(view)
+    if getattr(agent, "blocking", False):
+        return await asyncio.to_thread(agent.respond, view)
+    return agent.respond(view)
