@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from negotiation.env._domain import Role, Term
+from negotiation.env._domain import Domain, Role, Term
 from negotiation.env._scenario import PartyPrefs, Scenario
 
 INVALID = object()  # sentinel: the value cannot be scored for this term
@@ -77,9 +77,8 @@ def feature(term: Term, role: Role, preferred: Any, value: Any) -> tuple[float, 
     return (1.0 if canon == preferred else -1.0), False, False
 
 
-def score_prefs(scenario: Scenario, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> Score:
-    """Score ``ledger`` (term name -> value) for the party with ``prefs``."""
-    domain = scenario.domain
+def score_prefs(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> Score:
+    """Score ``ledger`` (term name -> value) for the party with ``prefs`` in ``domain``."""
     u = dist = integ = 0.0
     n_invalid = n_oor = 0
     for term in domain.terms:
@@ -101,4 +100,4 @@ def score_prefs(scenario: Scenario, prefs: PartyPrefs, ledger: Mapping[str, Any]
 
 def score_ledger(scenario: Scenario, role: Role, ledger: Mapping[str, Any]) -> Score:
     """Score ``ledger`` for ``role`` in ``scenario``."""
-    return score_prefs(scenario, scenario.prefs(role), ledger)
+    return score_prefs(scenario.domain, scenario.prefs(role), ledger)

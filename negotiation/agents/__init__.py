@@ -1,0 +1,13 @@
+"""Agents: one interface for every seller and buyer, named by spec strings."""
+
+from negotiation.agents._offers import offer_at_target
+from negotiation.agents._prose import action_json, render_accept, render_counter, term_phrase
+from negotiation.agents._scripted import ScriptedAgent, make_scripted
+from negotiation.agents._spec import AgentSpec, make_agent, parse_spec, register_kind
+from negotiation.env import Agent, Reply, View
+
+__all__ = [
+    "Agent", "AgentSpec", "Reply", "ScriptedAgent", "View", "action_json", "make_agent",
+    "make_scripted", "offer_at_target", "parse_spec", "register_kind", "render_accept",
+    "render_counter", "term_phrase",
+]

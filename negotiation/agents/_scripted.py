@@ -1,0 +1,120 @@
+"""Scripted agents: deterministic given the episode's sample seed, for either role.
+
+Personas (``scripted:<persona>?key=value``):
+
+- ``boulware`` / ``conceder`` / ``linear``: time-dependent concession. The target utility
+  falls from ``start`` to ``floor`` as ``1 - τ^(1/e)`` over the rounds (``e`` < 1 concedes late,
+  Boulware; ``e`` > 1 early, Conceder; defaults 0.2, 2.0 and 1.0). The agent offers the
+  contract at its target that concedes its least important terms first, and accepts when the
+  ledger's own ``Ũ`` reaches the target.
+- ``titfortat``: behaviour-dependent. The target starts at ``start`` and drops by ``delta`` times
+  the concession the counterpart has made so far (measured in own ``Ũ``), never below ``floor``.
+- ``fixed``: one offer at ``target`` (default 0.8), restated every turn until accepted.
+
+Each agent sees only its own view: its weights, preferred levels, the prose it was shown and
+the ledger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from negotiation.agents._offers import changed_terms, counterpart_levels, offer_at_target
+from negotiation.agents._prose import render_accept, render_counter
+from negotiation.agents._spec import AgentSpec
+from negotiation.env import Reply, Role, View, score_prefs
+from negotiation.errors import ConfigError
+
+
+def _progress(view: View) -> float:
+    """τ in [0, 1]: 0 at the party's first round, 1 at its last."""
+    rounds = view.max_turns // 2
+    return min(1.0, (view.round - 1) / max(1, rounds - 1))
+
+
+@dataclass(frozen=True)
+class TimeConcession:
+    e: float
+    start: float = 1.0
+    floor: float = 0.5
+
+    def target(self, view: View) -> float:
+        return self.start - (self.start - self.floor) * _progress(view) ** (1.0 / self.e)
+
+
+@dataclass(frozen=True)
+class TitForTat:
+    start: float = 0.95
+    floor: float = 0.5
+    delta: float = 1.0
+    drift: float = 0.1
+    """Small time-dependent concession so two hard-liners do not deadlock."""
+
+    def target(self, view: View) -> float:
+        opp = [m.ledger_after for m in view.history if m.role != view.role]
+        moved = 0.0
+        if len(opp) >= 2:
+            first = score_prefs(view.domain, view.prefs, opp[0]).u_tilde
+            latest = score_prefs(view.domain, view.prefs, opp[-1]).u_tilde
+            moved = max(0.0, latest - first)
+        return max(self.floor, self.start - self.delta * moved - self.drift * _progress(view))
+
+
+@dataclass(frozen=True)
+class Fixed:
+    level: float = 0.8
+
+    def target(self, view: View) -> float:
+        return self.level
+
+
+class ScriptedAgent:
+    """A scripted negotiator speaking templated prose plus the JSON action."""
+
+    blocking = False
+
+    def __init__(self, spec: str, role: Role, strategy: Any, *, holds: bool = False):
+        self.spec = spec
+        self.role = role
+        self.strategy = strategy
+        self.holds = holds
+
+    def respond(self, view: View) -> Reply:
+        rng = np.random.default_rng([view.sample_seed, view.turn, 0 if view.role == "seller" else 1])
+        target = self.strategy.target(view)
+        counterpart_spoke = bool(view.history) and view.history[-1].role != view.role
+        if view.ledger and counterpart_spoke:
+            if score_prefs(view.domain, view.prefs, view.ledger).u_tilde >= target - 1e-9:
+                return Reply(render_accept(rng))
+        asked = {} if self.holds else counterpart_levels(view.history, view.role)
+        offer = offer_at_target(view.domain, view.prefs, target, asked)
+        terms = changed_terms(offer, view.ledger)
+        if not terms:  # the ledger already is our offer; restate it rather than accept our own
+            terms = list(offer.items())
+        return Reply(render_counter(view.domain, view.role, terms, rng,
+                                    opening=view.turn <= 2, holding=self.holds and view.turn > 2))
+
+
+_DEFAULT_E = {"boulware": 0.2, "conceder": 2.0, "linear": 1.0}
+
+
+def make_scripted(spec: AgentSpec, role: Role) -> ScriptedAgent:
+    """Factory for ``scripted:<persona>`` specs (see module docstring for options)."""
+    persona = spec.target
+    floor = spec.option("floor", 0.5, float)
+    if persona in _DEFAULT_E:
+        e = spec.option("e", _DEFAULT_E[persona], float)
+        if e <= 0:
+            raise ConfigError(f"agent spec {spec.text!r}:e: must be > 0, got {e}")
+        return ScriptedAgent(spec.text, role, TimeConcession(e, spec.option("start", 1.0, float), floor))
+    if persona == "titfortat":
+        strategy = TitForTat(spec.option("start", 0.95, float), floor, spec.option("delta", 1.0, float),
+                             spec.option("drift", 0.1, float))
+        return ScriptedAgent(spec.text, role, strategy)
+    if persona == "fixed":
+        return ScriptedAgent(spec.text, role, Fixed(spec.option("target", 0.8, float)), holds=True)
+    known = ", ".join(sorted([*_DEFAULT_E, "titfortat", "fixed"]))
+    raise ConfigError(f"agent spec {spec.text!r}:persona: unknown {persona!r}; known: {known}")
