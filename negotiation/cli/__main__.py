@@ -1,0 +1,5 @@
+"""``python -m negotiation.cli`` runs ``nego``."""
+
+from negotiation.cli import main
+
+main()

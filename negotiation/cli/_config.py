@@ -1,0 +1,53 @@
+"""Environment constants from the study protocol (never retyped in code).
+
+The protocol's ``environment`` section is the one source of T, λ, g_fmt, g_len, t_soft, the
+Dirichlet concentration and the accept-terms flag per phase; this module turns it into the
+engine's ``EnvConfig``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from negotiation.env import EnvConfig, REPO_ROOT
+
+__all__ = ["PHASES", "Phase", "dirichlet_alpha_for", "env_config_for", "environment_of"]
+
+Phase = Literal["evaluation", "training"]
+PHASES: tuple[Phase, Phase] = ("evaluation", "training")
+
+
+@lru_cache(maxsize=8)
+def _environment(study: str, root: Path):
+    # Imported here: the protocol package is only needed by commands that run episodes.
+    from negotiation.protocol import load_study
+
+    return load_study(study, root).protocol.environment
+
+
+def environment_of(study: str, root: Path | None = None):
+    """The validated ``environment`` section of ``protocol/<study>/protocol.yaml``."""
+    return _environment(study, Path(root or REPO_ROOT).resolve())
+
+
+def env_config_for(study: str, phase: Phase, root: Path | None = None) -> EnvConfig:
+    """The engine configuration of ``study`` in ``phase`` (``evaluation`` or ``training``)."""
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+    env = environment_of(study, root)
+    return EnvConfig(
+        max_rounds=env.max_rounds,
+        no_deal_penalty=env.no_deal_penalty,
+        g_fmt=env.g_fmt,
+        g_len=env.g_len,
+        t_soft=env.t_soft,
+        accept_applies_terms=getattr(env.accept_terms_applied, phase),
+        phase=phase,
+    )
+
+
+def dirichlet_alpha_for(study: str, root: Path | None = None) -> float:
+    """Concentration of the Dirichlet prior over importances that ``study`` draws scenarios with."""
+    return environment_of(study, root).dirichlet_alpha

@@ -1,0 +1,132 @@
+"""``nego domains | scenario | score | parse``: look at the environment one piece at a time."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from negotiation.cli._app import app
+from negotiation.cli._config import dirichlet_alpha_for
+from negotiation.cli._output import (
+    JSON_OPTION, STUDY_OPTION, console, print_json, read_json_arg, scenario_for,
+)
+from negotiation.env import ROLES, Domain, Scenario, Term, load_domains, parse_message, score_ledger
+from negotiation.errors import ConfigError
+
+SEED_ARG = typer.Argument(..., min=0, help="Scenario seed (non-negative integer).")
+DOMAIN_ARG = typer.Argument(..., help="Domain name, e.g. used_car (see `nego domains`).")
+
+
+@app.command("domains")
+def domains_command(as_json: bool = JSON_OPTION) -> None:
+    """List the domains under protocol/domains with their term counts."""
+    rows = []
+    for name, domain in load_domains().items():
+        kinds = [t.kind for t in domain.terms]
+        rows.append({"name": name, "title": domain.title, "terms": len(kinds),
+                     "continuous": kinds.count("continuous"), "categorical": kinds.count("categorical"),
+                     "binary": kinds.count("binary")})
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("domain", "title", "terms", "continuous", "categorical", "binary")
+    for r in rows:
+        table.add_row(r["name"], r["title"], *(str(r[k]) for k in ("terms", "continuous", "categorical", "binary")))
+    console().print(table)
+
+
+def _term_json(term: Term) -> dict:
+    if term.is_continuous:
+        return {"name": term.name, "kind": term.kind, "range": list(term.range), "unit": term.unit,
+                "seller_prefers": "high" if term.high_preferred_by == "seller" else "low"}
+    return {"name": term.name, "kind": term.kind, "levels": list(term.levels)}
+
+
+def scenario_json(scenario: Scenario) -> dict:
+    """The ``nego scenario --json`` payload."""
+    out = {"domain": scenario.domain.name, "seed": scenario.seed, "alpha": scenario.alpha,
+           "terms": [_term_json(t) for t in scenario.domain.terms]}
+    for role in ROLES:
+        prefs = scenario.prefs(role)
+        out[role] = {"weights": dict(prefs.weights), "preferred": dict(prefs.preferred)}
+    return out
+
+
+def _wants(term: Term, scenario: Scenario, role: str) -> str:
+    if term.is_continuous:
+        lo, hi = term.range
+        return f"{hi:g} {term.unit}" if term.high_preferred_by == role else f"{lo:g} {term.unit}"
+    return str(scenario.prefs(role).preferred[term.name])
+
+
+def _scenario_table(domain: Domain, scenario: Scenario) -> Table:
+    table = Table("term", "kind", "range / levels", "seller w", "seller wants", "buyer w", "buyer wants",
+                  title=f"{domain.title}: {domain.name}, seed {scenario.seed}")
+    for t in domain.terms:
+        span = f"[{t.range[0]:g}, {t.range[1]:g}] {t.unit}" if t.is_continuous else " / ".join(map(str, t.levels))
+        table.add_row(t.name, t.kind, span, f"{scenario.seller.weights[t.name]:.3f}", _wants(t, scenario, "seller"),
+                      f"{scenario.buyer.weights[t.name]:.3f}", _wants(t, scenario, "buyer"))
+    return table
+
+
+@app.command("scenario")
+def scenario_command(domain: str = DOMAIN_ARG, seed: int = SEED_ARG, as_json: bool = JSON_OPTION,
+                     study: str = STUDY_OPTION) -> None:
+    """Show a scenario: the domain's terms and both parties' weights and preferred levels."""
+    dom, scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
+    if as_json:
+        print_json(scenario_json(scenario))
+        return
+    console().print(_scenario_table(dom, scenario))
+
+
+def score_json(scenario: Scenario, ledger: dict) -> dict:
+    """The ``nego score --json`` payload: both Ũ, their parts and the ledger's flags."""
+    seller, buyer = (score_ledger(scenario, role, ledger) for role in ROLES)
+    return {"domain": scenario.domain.name, "seed": scenario.seed, "seller": seller.u_tilde,
+            "buyer": buyer.u_tilde,
+            "parts": {role: {"u": s.u, "distributive": s.distributive, "integrative": s.integrative}
+                      for role, s in zip(ROLES, (seller, buyer))},
+            "flags": {"n_off_schema": seller.n_off_schema, "n_invalid": seller.n_invalid,
+                      "n_out_of_range": seller.n_out_of_range}}
+
+
+@app.command("score")
+def score_command(
+    domain: str = DOMAIN_ARG, seed: int = SEED_ARG,
+    ledger: str = typer.Option(..., "--ledger", help='Ledger as a JSON object, e.g. \'{"price": 40}\'.'),
+    as_json: bool = JSON_OPTION, study: str = STUDY_OPTION,
+) -> None:
+    """Score a ledger for both parties: normalized utility Ũ in [0, 1] and the ledger's flags."""
+    terms = read_json_arg("--ledger", ledger)
+    if not isinstance(terms, dict):
+        raise ConfigError(f"--ledger: must be a JSON object of term name -> value, got {type(terms).__name__}")
+    _, scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
+    payload = score_json(scenario, terms)
+    if as_json:
+        print_json(payload)
+        return
+    out = console()
+    for role in ROLES:
+        parts = payload["parts"][role]
+        out.print(f"{role:6} Ũ = {payload[role]:.4f}  (distributive {parts['distributive']:.4f}, "
+                  f"integrative {parts['integrative']:.4f})")
+    out.print("flags: " + ", ".join(f"{k} {v}" for k, v in payload["flags"].items()))
+
+
+@app.command("parse")
+def parse_command(as_json: bool = JSON_OPTION) -> None:
+    """Parse one message read from stdin: action, terms, the prose shown, error and flags."""
+    parsed = parse_message(typer.get_text_stream("stdin").read())
+    payload = {"ok": parsed.ok, "action": parsed.action,
+               "terms": [{"name": n, "value": v} for n, v in parsed.terms], "prose": parsed.prose,
+               "error": parsed.error, "notes": parsed.notes, "flags": parsed.flags}
+    if as_json:
+        print_json(payload)
+        return
+    out = console()
+    out.print(f"ok: {parsed.ok}" + (f"  action: {parsed.action}" if parsed.ok else f"  error: {parsed.error}"))
+    for name, value in parsed.terms:
+        out.print(f"  {name} = {value!r}", markup=False)
+    out.print(f"prose: {parsed.prose}", markup=False)
+    out.print("flags: " + ", ".join(f"{k} {v}" for k, v in parsed.flags.items()))

@@ -1,0 +1,64 @@
+"""Shared options and output helpers of the ``nego`` commands."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from negotiation.env import Domain, load_domain, make_scenario
+from negotiation.errors import ConfigError
+
+__all__ = ["JSON_OPTION", "STUDY_OPTION", "console", "jsonable", "print_json", "read_json_arg", "scenario_for"]
+
+JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON instead of rich text.")
+STUDY_OPTION = typer.Option(
+    "demo", "--study", help="Study whose protocol/<study>/protocol.yaml supplies the environment constants."
+)
+
+
+def console() -> Console:
+    """A console on stdout; plain text when stdout is not a terminal (pipes, tests).
+
+    Off a terminal rich falls back to 80 columns, which folds the scenario table; transcripts
+    piped to a file read better at 120 unless ``COLUMNS`` says otherwise.
+    """
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+    return Console(highlight=False, width=width)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with NaN/inf as null and tuples as lists, so the output is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
+        return jsonable(value.item())
+    return value
+
+
+def print_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(jsonable(payload), ensure_ascii=False, allow_nan=False, indent=2) + "\n")
+
+
+def read_json_arg(option: str, text: str) -> Any:
+    """Decode a JSON command-line value; a bad one names the option, the position and the text."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise ConfigError(f"{option}: invalid JSON at column {exc.colno}: {exc.msg} (got {shown!r})") from None
+
+
+def scenario_for(domain_name: str, seed: int, alpha: float):
+    """``(domain, scenario)``; an unknown domain raises ``ConfigError`` listing the known ones."""
+    domain: Domain = load_domain(domain_name)
+    return domain, make_scenario(domain, seed, alpha)

@@ -1,0 +1,90 @@
+"""``nego play``: run one episode between two agents and show the transcript or the record."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.text import Text
+
+from negotiation.agents import make_agent
+from negotiation.cli._app import app
+from negotiation.cli._config import Phase, dirichlet_alpha_for, env_config_for
+from negotiation.cli._output import JSON_OPTION, STUDY_OPTION, console, print_json, scenario_for
+from negotiation.env import Episode, TurnRecord, episode_row, run_episode, turn_rows
+
+_ROLE_STYLE = {"seller": "bold cyan", "buyer": "bold magenta"}
+
+
+def episode_json(episode: Episode, study: str) -> dict:
+    """The episode record: the episode-table row plus its turn-table rows (JSON columns decoded)."""
+    extra = {"study": study}
+    row = episode_row(episode, extra)
+    row["final_ledger"] = json.loads(row["final_ledger"])
+    turns = []
+    for t in turn_rows(episode, extra):
+        t["terms"] = [{"name": n, "value": v} for n, v in json.loads(t["terms"])]
+        t["ledger_after"] = json.loads(t["ledger_after"])
+        turns.append(t)
+    return {**row, "turns": turns}
+
+
+def _format_terms(terms) -> str:
+    return ", ".join(f"{name}={value!r}" if isinstance(value, str) else f"{name}={json.dumps(value)}"
+                     for name, value in terms)
+
+
+def _print_turn(out: Console, turn: TurnRecord) -> None:
+    head = Text(f"turn {turn.turn:>2} · {turn.role}", style=_ROLE_STYLE[turn.role])
+    out.print(head)
+    out.print(Text(turn.prose or "(no prose)", style="default"))
+    if turn.ok:
+        out.print(Text(f"  {turn.action} {_format_terms(turn.terms)}".rstrip(), style="green"))
+    else:
+        out.print(Text(f"  malformed turn ({turn.error}); ledger unchanged", style="red"))
+    flagged = [name for name, on in turn.flags.items() if on]
+    if flagged:
+        out.print(Text(f"  flags: {', '.join(flagged)}", style="yellow"))
+
+
+def _print_outcome(out: Console, episode: Episode, reward: float) -> None:
+    s, b = episode.seller_score, episode.buyer_score
+    if episode.deal:
+        title = (f"DEAL on turn {episode.n_turns} (round {episode.n_rounds}), accepted by {episode.closed_by}")
+        body = (f"seller Ũ {s.u_tilde:.3f} · buyer Ũ {b.u_tilde:.3f} · S {episode.S:.3f} · reward {reward:.3f}\n"
+                f"ledger: {_format_terms(episode.final_ledger.items())}")
+        style = "green"
+    else:
+        title = f"NO DEAL after {episode.n_turns} turns ({episode.n_rounds} rounds)"
+        body = f"S {episode.S:.3f} · reward {reward:.3f} · malformed turns {episode.n_bad()}"
+        style = "red"
+    out.print(Panel(Text(body), title=title, border_style=style))
+
+
+@app.command("play")
+def play_command(
+    seller: str = typer.Option(..., "--seller", help="Seller agent spec, e.g. scripted:boulware."),
+    buyer: str = typer.Option(..., "--buyer", help="Buyer agent spec, e.g. scripted:titfortat."),
+    domain: str = typer.Option(..., "--domain", help="Domain name (see `nego domains`)."),
+    seed: int = typer.Option(..., "--seed", min=0, help="Scenario seed."),
+    phase: Phase = typer.Option("evaluation", "--phase",
+                                help="evaluation: ACCEPT ignores attached terms; training: applies them first."),
+    as_json: bool = JSON_OPTION, study: str = STUDY_OPTION,
+) -> None:
+    """Play one episode and print the transcript, or with --json the episode record."""
+    config = env_config_for(study, phase)
+    _, scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
+    seller_agent, buyer_agent = make_agent(seller, "seller"), make_agent(buyer, "buyer")
+    episode = run_episode(scenario, seller_agent, buyer_agent, config)
+    record = episode_json(episode, study)
+    if as_json:
+        print_json(record)
+        return
+    out = console()
+    out.print(Rule(Text(f"{domain} · seed {seed} · {phase} · seller {seller} vs buyer {buyer}")))
+    for turn in episode.turns:
+        _print_turn(out, turn)
+    _print_outcome(out, episode, record["reward"])

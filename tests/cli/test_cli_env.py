@@ -1,0 +1,102 @@
+"""``nego domains | scenario | score | parse``: JSON shapes, hand-checked scores, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from negotiation.cli import dirichlet_alpha_for
+from negotiation.env import load_domain, make_scenario
+from cli_runner import assert_one_line_error, nego, nego_json
+
+
+def test_help_lists_every_command():
+    out = nego("--help").stdout
+    for command in ("domains", "scenario", "score", "parse", "play"):
+        assert command in out
+    for command in ("domains", "scenario", "score", "parse", "play"):
+        assert nego(command, "--help").exit_code == 0
+
+
+def test_domains_json_counts_terms():
+    rows = nego_json("domains")
+    assert [r["name"] for r in rows][-1] == "used_car" and len(rows) == 9
+    car = rows[-1]
+    assert (car["terms"], car["continuous"], car["categorical"], car["binary"]) == (10, 4, 5, 1)
+    assert all(r["terms"] == r["continuous"] + r["categorical"] + r["binary"] for r in rows)
+    assert "used_car" in nego("domains").stdout
+
+
+def test_scenario_json_shape_matches_the_scenario():
+    payload = nego_json("scenario", "used_car", "5000053")
+    expected = make_scenario(load_domain("used_car"), 5000053, dirichlet_alpha_for("demo"))
+    assert (payload["domain"], payload["seed"]) == ("used_car", 5000053)
+    price, model, accessories = payload["terms"][0], payload["terms"][1], payload["terms"][4]
+    assert price == {"name": "price", "kind": "continuous", "range": [20.0, 60.0], "unit": "$k",
+                     "seller_prefers": "high"}
+    assert model["levels"] == ["Sedan", "SUV", "Hatchback", "Wagon"] and "range" not in model
+    assert accessories == {"name": "accessories", "kind": "binary", "levels": [True, False]}
+    warranty = next(t for t in payload["terms"] if t["name"] == "warranty_months")
+    assert warranty["seller_prefers"] == "low"
+    for role in ("seller", "buyer"):
+        assert payload[role]["weights"] == dict(expected.prefs(role).weights)
+        assert payload[role]["preferred"] == dict(expected.prefs(role).preferred)
+
+
+def test_scenario_table_names_the_terms():
+    out = nego("scenario", "job_offer", "3").stdout
+    assert "base_salary" in out and "seller w" in out
+
+
+def test_score_by_hand():
+    w = nego_json("scenario", "used_car", "9")["seller"]["weights"]["price"]
+    mid = nego_json("score", "used_car", "9", "--ledger", '{"price": 40}')
+    assert (mid["seller"], mid["buyer"]) == (0.5, 0.5)  # φ = 0 at the middle of the range
+    top = nego_json("score", "used_car", "9", "--ledger", '{"price": 60, "sunroof": true}')
+    assert top["seller"] == pytest.approx(0.5 + w / 2)
+    assert top["flags"] == {"n_off_schema": 1, "n_invalid": 0, "n_out_of_range": 0}
+    odd = nego_json("score", "used_car", "9", "--ledger", '{"price": 90, "model": "Truck"}')
+    assert odd["seller"] == pytest.approx(0.5 + w / 2)  # clipped to 60; the unknown level unscored
+    assert odd["flags"] == {"n_off_schema": 0, "n_invalid": 1, "n_out_of_range": 1}
+    parts = odd["parts"]["seller"]
+    assert parts["distributive"] + parts["integrative"] == pytest.approx(odd["seller"])
+
+
+def test_score_text_output():
+    out = nego("score", "used_car", "9", "--ledger", '{"price": 40}').stdout
+    assert "seller Ũ = 0.5000" in out and "buyer  Ũ = 0.5000" in out
+
+
+@pytest.mark.parametrize("args,fragments", [
+    (("score", "used_car", "1", "--ledger", "{bad"), ("--ledger: invalid JSON at column 2", "'{bad'")),
+    (("score", "used_car", "1", "--ledger", "[1, 2]"), ("--ledger: must be a JSON object", "got list")),
+    (("score", "nope", "1", "--ledger", "{}"), ("nope.yaml: no such domain 'nope'", "used_car")),
+    (("scenario", "nope", "1"), ("no such domain 'nope'",)),
+    (("scenario", "used_car", "1", "--study", "ghost"), ("no study 'ghost'",)),
+])
+def test_malformed_input_is_one_line_and_exit_2(args, fragments):
+    assert_one_line_error(nego(*args), *fragments)
+
+
+def test_negative_seed_is_a_usage_error():
+    result = nego("scenario", "used_car", "-1")
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+
+
+def test_parse_reads_stdin():
+    text = 'Sedan at 40, deal? [Your Name]\n```json\n{"action": "COUNTER", "terms": [{"name": "price", "value": 40}]}\n```'
+    payload = nego_json("parse", stdin=text)
+    assert payload == {"ok": True, "action": "COUNTER", "terms": [{"name": "price", "value": 40}],
+                       "prose": "Sedan at 40, deal? [Your Name]", "error": None, "notes": "",
+                       "flags": {"json_leak": False, "placeholder": True, "template_tag": False}}
+    bad = nego_json("parse", stdin='{"action": "COUNTER", "terms": []}')
+    assert (bad["ok"], bad["error"], bad["action"]) == (False, "empty_counter", None)
+    out = nego("parse", stdin="no json here").stdout
+    assert "ok: False" in out and "error: no_action" in out
+
+
+def test_parse_json_is_strict_json_even_for_odd_values():
+    payload = nego("parse", "--json", stdin='{"action": "COUNTER", "terms": [{"name": "x", "value": NaN}]}')
+    assert payload.exit_code == 0
+    assert json.loads(payload.stdout)["terms"] == [{"name": "x", "value": None}]
