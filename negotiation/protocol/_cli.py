@@ -1,0 +1,67 @@
+"""``nego protocol freeze|verify STUDY``: write and check the lock of a study's frozen files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from negotiation.errors import ConfigError
+from negotiation.protocol._lock import LockError, freeze, verify
+from negotiation.protocol._study import default_root
+
+__all__ = ["EXIT_FAILED", "EXIT_INPUT", "exit_with", "protocol_app", "root_option"]
+
+EXIT_FAILED = 1
+"""Exit status of a check that ran and found a problem (verify, audit)."""
+EXIT_INPUT = 2
+"""Exit status of input that cannot be read: malformed YAML, schema violation, unknown study."""
+
+protocol_app = typer.Typer(
+    help="Freeze and verify a study's protocol: protocol/<study>/{protocol,arms}.yaml and its domains.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def root_option() -> Optional[Path]:
+    """The ``--root`` option shared by the protocol and registry commands."""
+    return typer.Option(
+        None, "--root", help="Repository root holding protocol/ and registry/ (default: this checkout).",
+        file_okay=False,
+    )
+
+
+def exit_with(message: str, code: int) -> typer.Exit:
+    """Print ``message`` (one ``file:key: reason`` per line) to stderr and return the exit to raise."""
+    typer.echo(message, err=True)
+    return typer.Exit(code)
+
+
+@protocol_app.command("freeze")
+def freeze_command(
+    study: str = typer.Argument(..., help="Study name, e.g. demo or paper."),
+    root: Optional[Path] = root_option(),
+) -> None:
+    """Validate the study and write protocol/<study>/lock.yaml with the hash of every frozen file."""
+    try:
+        lock = freeze(study, root or default_root())
+    except ConfigError as exc:
+        raise exit_with(str(exc), EXIT_INPUT) from None
+    typer.echo(f"froze {study}: {len(lock.files)} files, protocol hash {lock.protocol_hash}")
+
+
+@protocol_app.command("verify")
+def verify_command(
+    study: str = typer.Argument(..., help="Study name, e.g. demo or paper."),
+    root: Optional[Path] = root_option(),
+) -> None:
+    """Recompute the hashes of the study's frozen files and compare them with its lock."""
+    try:
+        lock = verify(study, root or default_root())
+    except LockError as exc:
+        raise exit_with(str(exc), EXIT_FAILED) from None
+    except ConfigError as exc:
+        raise exit_with(str(exc), EXIT_INPUT) from None
+    typer.echo(f"{study}: {len(lock.files)} frozen files match the lock; protocol hash {lock.protocol_hash}")

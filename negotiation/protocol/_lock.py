@@ -1,0 +1,170 @@
+"""The lock: ``protocol/<study>/lock.yaml`` holds the hash of every frozen file.
+
+Besides each file's SHA-256 the lock keeps a hash of every key down to depth two (e.g.
+``training`` and ``training.learning_rate``), so ``verify`` can say *which* key of a frozen
+file changed, not only that its bytes did. The protocol hash that every run records is one
+SHA-256 over the sorted ``path, file hash`` pairs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from negotiation.errors import ConfigError
+from negotiation.protocol._files import StrictModel, display_path, load_yaml, load_yaml_model
+from negotiation.protocol._study import LOCK_FILE, Study, default_root, load_study, study_dir
+
+__all__ = ["FileLock", "Lock", "LockError", "freeze", "lock_problems", "protocol_hash", "verify"]
+
+_KEY_DEPTH = 2
+
+
+class LockError(ConfigError):
+    """A frozen file differs from its lock, or the lock is missing or incomplete."""
+
+
+class FileLock(StrictModel):
+    """Hashes of one frozen file."""
+
+    sha256: str
+    """SHA-256 of the file's bytes."""
+    keys: dict[str, str]
+    """SHA-256 of the canonical JSON of each key path down to depth two."""
+
+
+class Lock(StrictModel):
+    """``protocol/<study>/lock.yaml``."""
+
+    version: Literal[1]
+    """File format version."""
+    study: str
+    """Study the lock belongs to."""
+    algorithm: Literal["sha256"]
+    """Hash function."""
+    protocol_hash: str
+    """SHA-256 over the sorted (path, file hash) pairs: the hash every run records."""
+    files: dict[str, FileLock]
+    """Root-relative POSIX path of each frozen file and its hashes."""
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _key_hashes(value: Any, prefix: str = "", depth: int = 1) -> dict[str, str]:
+    if isinstance(value, dict):
+        items = [(str(k), v) for k, v in value.items()]
+    elif isinstance(value, list) and prefix:
+        items = [(str(i), v) for i, v in enumerate(value)]
+    else:
+        return {}
+    hashes = {}
+    for key, child in items:
+        path = f"{prefix}.{key}" if prefix else key
+        hashes[path] = _sha256(json.dumps(child, sort_keys=True, default=str).encode())
+        if depth < _KEY_DEPTH:
+            hashes.update(_key_hashes(child, path, depth + 1))
+    return hashes
+
+
+def _file_lock(path: Path) -> FileLock:
+    data = path.read_bytes()
+    try:
+        parsed = yaml.safe_load(data)
+    except yaml.YAMLError:
+        parsed = None
+    return FileLock(sha256=_sha256(data), keys=_key_hashes(parsed) if isinstance(parsed, dict) else {})
+
+
+def _combined(files: dict[str, FileLock]) -> str:
+    lines = "".join(f"{path}\0{lock.sha256}\n" for path, lock in sorted(files.items()))
+    return _sha256(lines.encode())
+
+
+def _changed_keys(locked: FileLock, now: FileLock) -> list[str]:
+    changed = {k for k in locked.keys.keys() | now.keys.keys() if locked.keys.get(k) != now.keys.get(k)}
+    # Report the deepest changed paths: "training.learning_rate" rather than also "training".
+    deepest = sorted(k for k in changed if not any(other.startswith(k + ".") for other in changed))
+    return deepest or ["<bytes>"]
+
+
+def freeze(study: str, root: Path | None = None) -> Lock:
+    """Validate ``study`` and write its lock file; refuse a study whose seed blocks overlap."""
+    loaded = load_study(study, root)
+    overlaps = loaded.protocol.seed_overlaps()
+    if overlaps:
+        shown = loaded.show(loaded.dir / "protocol.yaml")
+        raise ConfigError("\n".join(f"{shown}:seeds.{b}: overlaps seeds.{a}" for a, b in overlaps))
+    files = {loaded.show(p): _file_lock(p) for p in loaded.frozen_files()}
+    lock = Lock(version=1, study=study, algorithm="sha256", protocol_hash=_combined(files), files=files)
+    text = (f"# Written by `nego protocol freeze {study}`; do not edit. `nego protocol verify {study}`\n"
+            "# recomputes these hashes. Key hashes locate a change inside a file.\n")
+    text += yaml.safe_dump(lock.model_dump(mode="json"), sort_keys=False, width=120)
+    loaded.lock_path.write_text(text, encoding="utf-8")
+    return lock
+
+
+def _load_lock(study: str, root: Path) -> tuple[Lock, str]:
+    path = study_dir(study, root) / LOCK_FILE
+    shown = display_path(path, root)
+    if not path.exists():
+        raise LockError(f"{shown}:<file>: no lock; run `nego protocol freeze {study}`")
+    lock = load_yaml_model(Lock, path, root=root)
+    if lock.study != study:
+        raise LockError(f"{shown}:study: {lock.study!r} differs from {study!r}")
+    return lock, shown
+
+
+def _coverage_problems(study: str, root: Path, lock: Lock, shown_lock: str) -> list[str]:
+    try:
+        loaded: Study = load_study(study, root)
+    except ConfigError as exc:
+        return [str(exc)]
+    expected = {loaded.show(p) for p in loaded.frozen_files()}
+    problems = [f"{path}:<file>: frozen file not in the lock {shown_lock}" for path in sorted(expected - set(lock.files))]
+    problems += [f"{shown_lock}:files.{path}: not a frozen file of the study" for path in sorted(set(lock.files) - expected)]
+    return problems
+
+
+def lock_problems(study: str, root: Path | None = None) -> list[str]:
+    """Every difference between the frozen files and the lock, as ``file:key: reason`` lines."""
+    root = Path(root or default_root())
+    try:
+        lock, shown_lock = _load_lock(study, root)
+    except ConfigError as exc:
+        return str(exc).splitlines()
+    problems = []
+    for rel, locked in sorted(lock.files.items()):
+        path = root / rel
+        if not path.is_file():
+            problems.append(f"{rel}:<file>: frozen file is missing (locked in {shown_lock})")
+            continue
+        now = _file_lock(path)
+        if now.sha256 != locked.sha256:
+            for key in _changed_keys(locked, now):
+                problems.append(f"{rel}:{key}: changed since freeze (sha256 {locked.sha256[:12]} in "
+                                f"{shown_lock}, now {now.sha256[:12]})")
+    if _combined(lock.files) != lock.protocol_hash:
+        problems.append(f"{shown_lock}:protocol_hash: does not match the file hashes it lists")
+    if not problems:
+        problems = _coverage_problems(study, root, lock, shown_lock)
+    return problems
+
+
+def verify(study: str, root: Path | None = None) -> Lock:
+    """Raise ``LockError`` listing every change since freeze; return the lock when intact."""
+    root = Path(root or default_root())
+    problems = lock_problems(study, root)
+    if problems:
+        raise LockError("\n".join(problems))
+    return _load_lock(study, root)[0]
+
+
+def protocol_hash(study: str, root: Path | None = None) -> str:
+    """The verified protocol hash of ``study``; every training and evaluation run records it."""
+    return verify(study, root).protocol_hash

@@ -1,0 +1,100 @@
+"""``protocol/<study>/protocol.yaml``: the whole frozen protocol of one study."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from negotiation.protocol._files import StrictModel
+from negotiation.protocol._schema_env import Buyers, Domains, Environment, Sampling, SeedBlocks
+from negotiation.protocol._schema_eval import (
+    Evaluation,
+    Guards,
+    HeldOutDoubling,
+    PilotGate,
+    ReadRule,
+    Statistics,
+)
+from negotiation.protocol._schema_recipe import Recipe, Size
+
+__all__ = ["Protocol"]
+
+
+class Protocol(StrictModel):
+    """Everything fixed before any arm runs. Numbers live here once; code reads them."""
+
+    version: Literal[1]
+    """File format version."""
+    study: str
+    """Study name; equals the folder name under ``protocol/``."""
+    title: str
+    """Human title of the study."""
+    source: str
+    """Where the numbers come from (e.g. the paper's sections), for the reader."""
+    environment: Environment
+    """Game and reward constants."""
+    domains: Domains
+    """Training and held-out domains."""
+    seeds: SeedBlocks
+    """Scenario seed blocks."""
+    buyers: Buyers
+    """Training pool and evaluation buyers."""
+    sampling: Sampling
+    """Decoding settings per role."""
+    sizes: dict[str, Size] = Field(min_length=1)
+    """Seller sizes keyed by name, with per-size settings."""
+    training: Recipe
+    """The training recipe."""
+    read_rule: ReadRule
+    """How the evaluated checkpoint of a trained arm is chosen."""
+    evaluation: Evaluation
+    """The paired evaluation design."""
+    statistics: Statistics
+    """Inference and the primary family."""
+    guards: Guards
+    """The four prespecified guards."""
+    pilot_gate: PilotGate
+    """The pre-run pilot gate."""
+    held_out_doubling: HeldOutDoubling
+    """The held-out doubling rule."""
+
+    def design_problems(self) -> list[tuple[str, str]]:
+        """``(key, reason)`` for every count that does not add up (the loader reports them)."""
+        seeds, ev, pilot = self.seeds, self.evaluation, self.pilot_gate
+        n_domains, n_buyers = len(self.domains.evaluated), len(self.buyers.evaluation)
+        n_held_out, factor = len(self.domains.held_out), self.held_out_doubling.factor
+        checks = [
+            ("evaluation.seeds_per_domain", ev.seeds_per_domain, seeds.evaluation.size,
+             "the size of seeds.evaluation"),
+            ("evaluation.episodes_per_arm", ev.episodes_per_arm, ev.seeds_per_domain * n_domains * n_buyers,
+             f"seeds_per_domain * {n_domains} domains * {n_buyers} buyers"),
+            ("evaluation.held_out_episodes_per_arm", ev.held_out_episodes_per_arm,
+             ev.seeds_per_domain * n_held_out * n_buyers,
+             f"seeds_per_domain * {n_held_out} held-out domains * {n_buyers} buyers"),
+            ("pilot_gate.seeds_per_domain", pilot.seeds_per_domain, seeds.pilot.size,
+             "the size of seeds.pilot"),
+            ("pilot_gate.episodes_per_cell", pilot.episodes_per_cell, pilot.seeds_per_domain * n_domains,
+             f"pilot seeds_per_domain * {n_domains} domains"),
+            ("seeds.held_out_extension", seeds.held_out_extension.size, (factor - 1) * ev.seeds_per_domain,
+             f"(held_out_doubling.factor - 1) * seeds_per_domain seeds"),
+        ]
+        problems = [
+            (key, f"{got} != {want} ({why})") for key, got, want, why in checks if got != want
+        ]
+        if self.held_out_doubling.trigger_size not in self.sizes:
+            problems.append((
+                "held_out_doubling.trigger_size",
+                f"{self.held_out_doubling.trigger_size!r} is not one of sizes {sorted(self.sizes)}",
+            ))
+        return problems
+
+    def seed_overlaps(self) -> list[tuple[str, str]]:
+        """Pairs of seed-block keys that share seeds (must be empty)."""
+        blocks = list(self.seeds)
+        return [
+            (name_a, name_b)
+            for i, (name_a, block_a) in enumerate(blocks)
+            for name_b, block_b in blocks[i + 1:]
+            if block_a.overlaps(block_b)
+        ]

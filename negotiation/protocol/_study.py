@@ -1,0 +1,165 @@
+"""Loading ``protocol/<study>/`` (protocol, arm matrix) and checking the references between them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from negotiation.env import REPO_ROOT
+from negotiation.errors import ConfigError
+from negotiation.protocol._files import display_path, load_yaml_model
+from negotiation.protocol._schema import Protocol
+from negotiation.protocol._schema_arms import Arm, ArmMatrix
+
+__all__ = ["Study", "arm_problems", "default_root", "load_study", "resolve_read_step", "study_dir"]
+
+PROTOCOL_FILE = "protocol.yaml"
+ARMS_FILE = "arms.yaml"
+LOCK_FILE = "lock.yaml"
+
+
+def default_root() -> Path:
+    """The repository root: the folder holding ``protocol/`` and ``registry/``."""
+    return REPO_ROOT
+
+
+def study_dir(study: str, root: Path | None = None) -> Path:
+    """``<root>/protocol/<study>``."""
+    return Path(root or default_root()) / "protocol" / study
+
+
+def resolve_read_step(protocol: Protocol, arm: Arm) -> int:
+    """Combined optimizer step a trained arm is read at, by its read point or explicit step."""
+    if arm.read_step is not None:
+        return arm.read_step
+    if arm.read_point is None:
+        raise ValueError(f"arm of kind {arm.kind!r} has no read point")
+    return protocol.training.read_points[arm.read_point]
+
+
+def _run_problems(name: str, arm: Arm, runs: Mapping[str, Arm], protocol: Protocol) -> list[tuple[str, str]]:
+    key = f"arms.{name}"
+    problems = []
+    owner = runs[arm.run]
+    for field in ("size", "lr_multiple", "parent_run"):
+        if getattr(owner, field) != getattr(arm, field):
+            problems.append((f"{key}.{field}", f"{getattr(arm, field)!r} differs from another arm of run "
+                             f"{arm.run!r} ({getattr(owner, field)!r})"))
+    if arm.parent_run is not None:
+        # A parent run no arm reads is an initial run trained only to be continued (the paper's
+        # frozen matrix reads the continuations alone), so an unknown name is not an error.
+        parent = runs.get(arm.parent_run)
+        if parent is not None and parent.parent_run is not None:
+            problems.append((f"{key}.parent_run", f"run {arm.parent_run!r} is itself a continuation"))
+        elif parent is not None and (parent.size, parent.lr_multiple) != (arm.size, arm.lr_multiple):
+            problems.append((f"{key}.parent_run", f"run {arm.parent_run!r} has another size or lr_multiple"))
+    planned = protocol.training.combined_steps if arm.parent_run else protocol.training.initial_steps
+    step = resolve_read_step(protocol, arm)
+    if step > planned or step % protocol.training.checkpoint_every:
+        problems.append((f"{key}.read_step" if arm.read_step is not None else f"{key}.read_point",
+                         f"reads combined step {step}, not a checkpoint (every "
+                         f"{protocol.training.checkpoint_every}) of a run planned for {planned} steps"))
+    return problems
+
+
+def arm_problems(
+    protocol: Protocol, arms: Mapping[str, Arm], *, other_arms: Mapping[str, Arm] | None = None
+) -> list[tuple[str, str]]:
+    """``(key, reason)`` for arms whose size, read point or run does not match the protocol.
+
+    ``other_arms`` (the frozen matrix, when checking added arms) supply runs that ``arms`` may
+    continue or share.
+    """
+    problems: list[tuple[str, str]] = []
+    runs: dict[str, Arm] = {}
+    for arm in list((other_arms or {}).values()) + list(arms.values()):
+        if arm.run is not None:
+            runs.setdefault(arm.run, arm)
+    for name, arm in arms.items():
+        if arm.size is not None and arm.size not in protocol.sizes:
+            problems.append((f"arms.{name}.size", f"unknown size {arm.size!r}; known: {sorted(protocol.sizes)}"))
+            continue
+        if arm.read_point is not None and arm.read_point not in protocol.training.read_points:
+            problems.append((f"arms.{name}.read_point", f"unknown read point {arm.read_point!r}; known: "
+                             f"{sorted(protocol.training.read_points)}"))
+            continue
+        if arm.kind == "trained":
+            problems.extend(_run_problems(name, arm, runs, protocol))
+    return problems
+
+
+@dataclass(frozen=True)
+class Study:
+    """A loaded, cross-checked study: its protocol and frozen arm matrix."""
+
+    name: str
+    """Study name (folder under ``protocol/``)."""
+    root: Path
+    """Repository root."""
+    protocol: Protocol
+    """The frozen protocol."""
+    arms: dict[str, Arm]
+    """The frozen arm matrix."""
+
+    @property
+    def dir(self) -> Path:
+        return study_dir(self.name, self.root)
+
+    @property
+    def lock_path(self) -> Path:
+        return self.dir / LOCK_FILE
+
+    def domain_path(self, domain: str) -> Path:
+        return self.root / "protocol" / "domains" / f"{domain}.yaml"
+
+    def frozen_files(self) -> list[Path]:
+        """Every file the lock covers: protocol, arm matrix and the domain schemas it names."""
+        domains = [self.domain_path(d) for d in sorted(self.protocol.domains.evaluated)]
+        return [self.dir / PROTOCOL_FILE, self.dir / ARMS_FILE, *domains]
+
+    def show(self, path: Path) -> str:
+        """A path as messages show it (relative to the root)."""
+        return display_path(path, self.root)
+
+    def read_step(self, arm: str | Arm) -> int:
+        """Combined step a trained arm is read at."""
+        return resolve_read_step(self.protocol, self.arms[arm] if isinstance(arm, str) else arm)
+
+
+def _raise(shown: str, problems: list[tuple[str, str]]) -> None:
+    if problems:
+        raise ConfigError("\n".join(f"{shown}:{key}: {reason}" for key, reason in problems))
+
+
+def load_study(study: str, root: Path | None = None) -> Study:
+    """Load and cross-check ``protocol/<study>/``; raise ``ConfigError`` naming file and key."""
+    root = Path(root or default_root())
+    folder = study_dir(study, root)
+    if not folder.is_dir():
+        known = sorted(p.name for p in folder.parent.iterdir() if (p / PROTOCOL_FILE).exists()) \
+            if folder.parent.is_dir() else []
+        raise ConfigError(f"{display_path(folder, root)}:<study>: no study {study!r}; known: {known}")
+    protocol = load_yaml_model(Protocol, folder / PROTOCOL_FILE, root=root)
+    arms = load_yaml_model(ArmMatrix, folder / ARMS_FILE, root=root)
+    shown_protocol = display_path(folder / PROTOCOL_FILE, root)
+    shown_arms = display_path(folder / ARMS_FILE, root)
+    problems = [(key, reason) for key, reason in protocol.design_problems()]
+    if protocol.study != study:
+        problems.append(("study", f"{protocol.study!r} differs from the folder name {study!r}"))
+    for group in ("training", "held_out"):
+        for i, name in enumerate(getattr(protocol.domains, group)):
+            path = root / "protocol" / "domains" / f"{name}.yaml"
+            if not path.is_file():
+                problems.append((f"domains.{group}.{i}", f"no domain file {display_path(path, root)} for {name!r}"))
+    for i, contrast in enumerate(protocol.statistics.primary_family):
+        for field in ("arm", "reference"):
+            if getattr(contrast, field) not in arms.arms:
+                problems.append((f"statistics.primary_family.{i}.{field}",
+                                 f"{getattr(contrast, field)!r} is not an arm of {shown_arms}"))
+    _raise(shown_protocol, problems)
+    arm_issues = arm_problems(protocol, arms.arms)
+    if arms.study != study:
+        arm_issues.append(("study", f"{arms.study!r} differs from the folder name {study!r}"))
+    _raise(shown_arms, arm_issues)
+    return Study(study, root, protocol, dict(arms.arms))

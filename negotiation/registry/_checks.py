@@ -1,0 +1,53 @@
+"""The audit's checks, in the order the compliance table shows them (and the CLI help lists them)."""
+
+from __future__ import annotations
+
+from negotiation.registry._audit import Check
+from negotiation.registry._checks_declared import (
+    check_arms,
+    check_deviation_arms,
+    check_deviation_ids,
+    check_hand_read,
+    check_lock,
+    check_protocol,
+    check_registry_files,
+    check_seed_blocks,
+    check_supersession,
+)
+from negotiation.registry._checks_episodes import check_contrasts, check_error_rows, check_pairing
+from negotiation.registry._checks_results import check_pilot_gate, check_provenance, check_read_points, check_sampling
+
+__all__ = ["CHECKS"]
+
+CHECKS: tuple[Check, ...] = (
+    Check("lock", "frozen files (protocol.yaml, arms.yaml, named domains) match protocol/<study>/lock.yaml",
+          check_lock, needs_study=False),
+    Check("protocol", "protocol.yaml and arms.yaml validate; every named domain file exists", check_protocol,
+          needs_study=False),
+    Check("registry_files", "every deviation, registry arms.yaml and sign-off file validates against its schema",
+          check_registry_files, needs_study=False),
+    Check("deviation_ids", "deviation ids are unique, sequential from 1, match NNNN in the file name; dates never decrease",
+          check_deviation_ids, needs_study=False),
+    Check("supersession", "each `supersedes` names an earlier entry, and no entry is superseded twice",
+          check_supersession, needs_study=False),
+    Check("deviation_arms", "every arm, buyer and domain a deviation names exists", check_deviation_arms),
+    Check("arms", "every planned or evaluated arm is in the frozen matrix, or added with an active arm_added "
+                  "deviation that lists it", check_arms),
+    Check("seed_blocks", "training, evaluation, pilot and held-out extension seed blocks are pairwise disjoint",
+          check_seed_blocks),
+    Check("hand_read", "trained arms are signed off by a reader (pending until then); failed sign-offs need a "
+                       "gate_override deviation", check_hand_read),
+    Check("provenance", "every result record carries the locked protocol hash", check_provenance, needs_results=True),
+    Check("read_points", "each select/<arm>.json reads the rule's step (and branch), or a checkpoint_substitution / "
+                         "read_point / recipe_change deviation covers it", check_read_points, needs_results=True),
+    Check("pilot_gate", "each pilot cell (arm x buyer) passed the gate, or a gate_override deviation covers it",
+          check_pilot_gate, needs_results=True),
+    Check("sampling", "sampling sent to seller and buyers equals the protocol's, or a sampling_change / "
+                      "harness_change deviation covers it", check_sampling, needs_results=True),
+    Check("error_rows", "episode tables hold no more error rows than the protocol allows (zero)", check_error_rows,
+          needs_results=True),
+    Check("pairing", "every evaluated arm has exactly the protocol's (domain, seed, buyer) keys, once each",
+          check_pairing, needs_results=True),
+    Check("contrasts", "contrast tables label only the primary family primary (Holm), all other contrasts "
+                       "exploratory, and include the whole primary family", check_contrasts, needs_results=True),
+)

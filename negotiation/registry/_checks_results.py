@@ -1,0 +1,171 @@
+"""Audit checks on the pipeline's records: provenance, read points, pilot gate, sampling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, TypeVar
+
+from pydantic import BaseModel
+
+from negotiation.errors import ConfigError
+from negotiation.protocol import Arm, SamplingSettings, load_json_model
+from negotiation.registry._audit import AuditContext, Finding, cover
+from negotiation.registry._records import PilotRecord, SamplingRecord, SelectionRecord
+
+__all__ = ["check_pilot_gate", "check_provenance", "check_read_points", "check_sampling"]
+
+RecordT = TypeVar("RecordT", bound=BaseModel)
+
+
+def _fail(check: str, evidence: str) -> Finding:
+    return Finding(check=check, status="fail", evidence=evidence)
+
+
+def _records(ctx: AuditContext, check: str, model: type[RecordT], paths: list[Path]) -> Iterator[
+        tuple[str, RecordT] | Finding]:
+    """Load each record; yield a failing finding for unreadable ones or a name mismatch."""
+    for path in paths:
+        arm = path.parent.name if path.name == "sampling.json" else path.stem
+        try:
+            record = load_json_model(model, path, root=ctx.root)
+        except ConfigError as exc:
+            yield from (_fail(check, line) for line in str(exc).splitlines())
+            continue
+        if record.arm != arm or record.study != ctx.study_name:
+            yield _fail(check, f"{ctx.show(path)}:arm: record of {record.study}/{record.arm} stored as "
+                               f"{ctx.study_name}/{arm}")
+            continue
+        yield arm, record
+
+
+def _selection_paths(ctx: AuditContext) -> list[Path]:
+    return sorted((ctx.layout.dir / "select").glob("*.json"))
+
+
+def _pilot_paths(ctx: AuditContext) -> list[Path]:
+    return sorted((ctx.layout.dir / "pilot").glob("*.json"))
+
+
+def _sampling_paths(ctx: AuditContext) -> list[Path]:
+    return sorted((ctx.layout.dir / "evaluate").glob("*/sampling.json"))
+
+
+def check_provenance(ctx: AuditContext) -> Iterator[Finding]:
+    if ctx.lock_hash is None:
+        yield _fail("provenance", "cannot compare: the lock does not verify (see check lock)")
+        return
+    count, stale = 0, 0
+    for model, paths in ((SelectionRecord, _selection_paths(ctx)), (PilotRecord, _pilot_paths(ctx)),
+                         (SamplingRecord, _sampling_paths(ctx))):
+        for path in paths:
+            try:
+                record = load_json_model(model, path, root=ctx.root)
+            except ConfigError:
+                continue  # reported by the check that owns the file
+            count += 1
+            if record.protocol_hash != ctx.lock_hash:
+                stale += 1
+                yield _fail("provenance", f"{ctx.show(path)}:protocol_hash: {record.protocol_hash[:12]} is not the "
+                                          f"locked protocol's {ctx.lock_hash[:12]} (produced under another protocol)")
+    if not stale:
+        yield Finding(check="provenance", status="pass", evidence=f"{count} records carry the locked protocol hash")
+
+
+def _selection_findings(ctx: AuditContext, arm_name: str, arm: Arm | None, rec: SelectionRecord,
+                        where: str) -> Iterator[Finding]:
+    if arm is None or arm.kind != "trained":
+        yield _fail("read_points", f"{where}:arm: {arm_name!r} is not a trained arm of the study")
+        return
+    if rec.run != arm.run:
+        yield _fail("read_points", f"{where}:run: {rec.run!r}, but the arm reads run {arm.run!r}")
+        return
+    initial = ctx.study.protocol.training.initial_steps
+    if (arm.parent_run is None) != (rec.parent_step is None):
+        yield _fail("read_points", f"{where}:parent_step: {rec.parent_step!r} for an arm "
+                                   f"{'with' if arm.parent_run else 'without'} a parent run")
+        return
+    if rec.parent_step is not None and rec.parent_step != initial:
+        yield cover(ctx, "read_points", arm_name, ("checkpoint_substitution", "recipe_change"),
+                    f"{where}:parent_step: continuation branched at {rec.parent_step}, the rule's branch is {initial}")
+    want = ctx.study.read_step(arm) - (rec.parent_step or 0)
+    if rec.rule_step != want:
+        yield _fail("read_points", f"{where}:rule_step: {rec.rule_step}, but the protocol's rule gives {want}")
+    elif rec.step == want:
+        yield Finding(check="read_points", status="pass", evidence=f"{arm_name}: read step {rec.step} (combined "
+                                                                    f"{rec.combined_step}) as the rule says")
+    elif want in rec.available_steps:
+        yield cover(ctx, "read_points", arm_name, ("read_point",),
+                    f"{where}:step: {rec.step} chosen although the rule's step {want} exists")
+    else:
+        yield cover(ctx, "read_points", arm_name, ("checkpoint_substitution", "read_point"),
+                    f"{where}:step: {rec.step} substitutes for missing step {want}")
+
+
+def check_read_points(ctx: AuditContext) -> Iterator[Finding]:
+    planned = ctx.planned_arms()
+    for item in _records(ctx, "read_points", SelectionRecord, _selection_paths(ctx)):
+        if isinstance(item, Finding):
+            yield item
+            continue
+        arm_name, rec = item
+        where = ctx.show(ctx.layout.selection(arm_name))
+        yield from _selection_findings(ctx, arm_name, planned.get(arm_name), rec, where)
+
+
+def check_pilot_gate(ctx: AuditContext) -> Iterator[Finding]:
+    gate = ctx.study.protocol.pilot_gate
+    buyers = ctx.study.protocol.buyers.evaluation
+    for item in _records(ctx, "pilot_gate", PilotRecord, _pilot_paths(ctx)):
+        if isinstance(item, Finding):
+            yield item
+            continue
+        arm, rec = item
+        where = ctx.show(ctx.layout.pilot(arm))
+        cells = {cell.buyer: (i, cell) for i, cell in enumerate(rec.cells)}
+        for name in sorted(set(cells) - set(buyers)):
+            yield _fail("pilot_gate", f"{where}:cells.{cells[name][0]}.buyer: {name!r} is not an evaluation buyer")
+        for buyer in buyers:
+            if buyer not in cells:
+                yield _fail("pilot_gate", f"{where}:cells: no cell for buyer {buyer!r}")
+                continue
+            i, cell = cells[buyer]
+            ok = cell.bad_parses <= gate.max_bad_parses and cell.episodes >= gate.episodes_per_cell
+            key = f"{where}:cells.{i}"
+            if cell.passed != ok:
+                yield _fail("pilot_gate", f"{key}.passed: {cell.passed}, but {cell.bad_parses} bad parses over "
+                                          f"{cell.episodes} episodes {'passes' if ok else 'fails'} the gate")
+            elif ok:
+                yield Finding(check="pilot_gate", status="pass",
+                              evidence=f"{arm} x {buyer}: {cell.bad_parses} bad parses in {cell.turns} turns")
+            else:
+                yield cover(ctx, "pilot_gate", arm, ("gate_override",),
+                            f"{key}.bad_parses: {cell.bad_parses} in {cell.turns} turns over {cell.episodes} episodes "
+                            f"(gate: at most {gate.max_bad_parses} over {gate.episodes_per_cell})", buyer=buyer)
+
+
+def _differences(used: SamplingSettings, want: SamplingSettings) -> list[str]:
+    return [f"{key}={getattr(used, key)!r} (protocol {getattr(want, key)!r})"
+            for key in SamplingSettings.model_fields if getattr(used, key) != getattr(want, key)]
+
+
+def check_sampling(ctx: AuditContext) -> Iterator[Finding]:
+    sampling, planned = ctx.study.protocol.sampling, ctx.planned_arms()
+    buyers = ctx.study.protocol.buyers.evaluation
+    for item in _records(ctx, "sampling", SamplingRecord, _sampling_paths(ctx)):
+        if isinstance(item, Finding):
+            yield item
+            continue
+        arm_name, rec = item
+        where, arm = ctx.show(ctx.layout.sampling(arm_name)), planned.get(arm_name)
+        if arm is None:
+            continue  # check "arms" reports an arm outside the matrix
+        want = sampling.reference_seller if arm.kind == "reference" else sampling.self_served_seller
+        diffs = [("seller.requested", d) for d in _differences(rec.seller.requested, want)]
+        if set(rec.buyers) != set(buyers):
+            yield _fail("sampling", f"{where}:buyers: {sorted(rec.buyers)}, expected {sorted(buyers)}")
+        for name, use in sorted(rec.buyers.items()):
+            diffs += [(f"buyers.{name}.requested", d) for d in _differences(use.requested, sampling.buyer)]
+        if not diffs:
+            yield Finding(check="sampling", status="pass", evidence=f"{arm_name}: seller and buyers as the protocol says")
+        for key, diff in diffs:
+            yield cover(ctx, "sampling", arm_name, ("sampling_change", "harness_change"), f"{where}:{key}: {diff}")

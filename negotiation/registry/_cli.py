@@ -1,0 +1,92 @@
+"""``nego audit STUDY`` and ``nego deviation new STUDY``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from negotiation.errors import ConfigError
+from negotiation.protocol import EXIT_FAILED, EXIT_INPUT, default_root, exit_with, root_option
+from negotiation.registry._audit import AuditReport, run_audit
+from negotiation.registry._checks import CHECKS
+from negotiation.registry._deviation import CATEGORIES
+from negotiation.registry._scaffold import new_deviation, parse_cell
+
+__all__ = ["audit_command", "deviation_app", "print_report"]
+
+_STYLE = {"pass": "green", "covered": "yellow", "fail": "bold red", "pending": "cyan", "skipped": "dim"}
+
+
+def print_report(report: AuditReport, console: Console) -> None:
+    """The compliance table: check, status, evidence, covering deviation."""
+    table = Table(title=f"Protocol compliance: {report.study}"
+                        + (" (declared state: no results)" if report.declared_only else ""))
+    for column in ("check", "status", "evidence", "deviation"):
+        table.add_column(column, overflow="fold")
+    for f in report.findings:
+        ids = ", ".join(f"{i:04d}" for i in f.deviations)
+        table.add_row(f.check, f"[{_STYLE[f.status]}]{f.status}[/]", f.evidence, ids)
+    console.print(table)
+    failed = sum(f.status == "fail" for f in report.findings)
+    verdict = "[green]PASS[/]" if report.passed else f"[bold red]FAIL[/]: {failed} uncovered departures or unreadable inputs"
+    console.print(f"{report.study}: {verdict}")
+
+
+def audit_command(
+    study: str = typer.Argument(..., help="Study name, e.g. demo or paper."),
+    json_output: bool = typer.Option(False, "--json", help="Print the report as JSON instead of a table."),
+    results: Optional[Path] = typer.Option(
+        None, "--results", help="Results directory (default: outputs/<study> under the root).", file_okay=False
+    ),
+    root: Optional[Path] = root_option(),
+) -> None:
+    report = run_audit(study, root=root or default_root(), results_dir=results)
+    if json_output:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        print_report(report, Console(width=max(100, Console().width)))
+    if not report.passed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+audit_command.__doc__ = (
+    "Audit a study against its frozen protocol; exit 1 on any uncovered departure.\n\n"
+    "Reads protocol/<study>/, registry/<study>/ and, when present, the results directory. "
+    "Checks, in order:\n\n" + "\n\n".join(f"{c.name}: {c.description}" for c in CHECKS)
+)
+
+deviation_app = typer.Typer(help="Append to a study's deviation log (registry/<study>/deviations/).",
+                            no_args_is_help=True, add_completion=False)
+
+
+@deviation_app.command("new")
+def new_command(
+    study: str = typer.Argument(..., help="Study name, e.g. demo or paper."),
+    category: str = typer.Option(..., "--category", help=f"One of: {', '.join(CATEGORIES)}."),
+    title: str = typer.Option(..., "--title", help="One-line title; also the file name's slug."),
+    arm: List[str] = typer.Option([], "--arm", help="Arm covered in full (repeatable)."),
+    cell: List[str] = typer.Option([], "--cell", help="Part of an arm, arm[:buyer[:domain]] (repeatable)."),
+    all_arms: bool = typer.Option(False, "--all-arms", help="The departure applies to every arm."),
+    what: str = typer.Option(..., "--what", prompt="What changed", help="What was done differently."),
+    why: str = typer.Option(..., "--why", prompt="Why", help="Why."),
+    impact: str = typer.Option(..., "--impact", prompt="Expected impact", help="Expected effect on results."),
+    supersedes: Optional[int] = typer.Option(None, "--supersedes", help="Id of the entry this one amends."),
+    source: Optional[str] = typer.Option(None, "--source", help="Where the departure is reported."),
+    root: Optional[Path] = root_option(),
+) -> None:
+    """Scaffold registry/<study>/deviations/NNNN-slug.yaml with the next id and today's date."""
+    if category not in CATEGORIES:
+        raise exit_with(f"--category:{category!r}: not one of {', '.join(CATEGORIES)}", EXIT_INPUT)
+    try:
+        path = new_deviation(
+            study, category=category, title=title, what_changed=what, why=why, expected_impact=impact,
+            arms=arm, cells=[parse_cell(c) for c in cell], all_arms=all_arms, supersedes=supersedes,
+            source=source, root=root,
+        )
+    except ConfigError as exc:
+        raise exit_with(str(exc), EXIT_INPUT) from None
+    typer.echo(f"wrote {path}")

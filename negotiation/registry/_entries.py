@@ -1,0 +1,134 @@
+"""The rest of ``registry/<study>/``: arms added outside the frozen matrix, and hand-read sign-offs.
+
+Layout::
+
+    registry/<study>/deviations/NNNN-slug.yaml   one Deviation each
+    registry/<study>/arms.yaml                   AddedArms (keyed by arm name, like arms.yaml)
+    registry/<study>/signoffs/<arm>.yaml         one SignOff per hand-read arm
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from negotiation.errors import ConfigError
+from negotiation.protocol import Arm, ArmName, StrictModel, default_root, display_path, load_yaml_model
+from negotiation.registry._deviation import DeviationLog, load_deviation_log
+
+__all__ = ["AddedArm", "AddedArms", "Registry", "SignOff", "load_registry", "registry_dir"]
+
+
+class AddedArm(Arm):
+    """An arm evaluated outside the frozen matrix; it names the deviations that add it."""
+
+    deviations: tuple[int, ...] = Field(min_length=1)
+    """Ids of the entries that cover this arm (at least one of category ``arm_added``)."""
+
+
+class AddedArms(StrictModel):
+    """``registry/<study>/arms.yaml``."""
+
+    version: Literal[1]
+    """File format version."""
+    study: str
+    """Study name; equals the folder name."""
+    arms: dict[ArmName, AddedArm] = Field(default_factory=dict)
+    """Added arms keyed by name."""
+
+
+class SignOff(StrictModel):
+    """A reader's verdict on an arm's transcripts (the hand-read guard)."""
+
+    version: Literal[1]
+    """File format version."""
+    arm: str
+    """Arm read; equals the file stem."""
+    reader: str = Field(min_length=1)
+    """Who read the transcripts."""
+    date: dt.date
+    """When."""
+    transcripts_read: int = Field(gt=0)
+    """Transcripts read in total."""
+    domain_families: tuple[Literal["training", "held_out"], ...] = Field(min_length=1)
+    """Domain families the transcripts were drawn from."""
+    verdict: Literal["pass", "fail"]
+    """``pass``: no degenerate behaviour found; ``fail``: the arm's results should not count."""
+    notes: str = ""
+    """What the reader saw."""
+
+
+@dataclass
+class Registry:
+    """A study's registry as loaded, with every file-level problem found on the way."""
+
+    root: Path
+    """Repository root."""
+    study: str
+    """Study name."""
+    deviations: DeviationLog
+    """Valid deviation entries."""
+    added: dict[str, AddedArm] = field(default_factory=dict)
+    """Valid added arms."""
+    signoffs: dict[str, SignOff] = field(default_factory=dict)
+    """Valid sign-offs by arm."""
+    problems: list[str] = field(default_factory=list)
+    """``file:key: reason`` for every file that failed to read or validate."""
+
+    @property
+    def dir(self) -> Path:
+        return registry_dir(self.study, self.root)
+
+    def show(self, path: Path) -> str:
+        return display_path(path, self.root)
+
+
+def registry_dir(study: str, root: Path | None = None) -> Path:
+    """``<root>/registry/<study>``."""
+    return Path(root or default_root()) / "registry" / study
+
+
+def _load_added(path: Path, study: str, root: Path, problems: list[str]) -> dict[str, AddedArm]:
+    if not path.exists():
+        return {}
+    try:
+        added = load_yaml_model(AddedArms, path, root=root)
+    except ConfigError as exc:
+        problems.extend(str(exc).splitlines())
+        return {}
+    if added.study != study:
+        problems.append(f"{display_path(path, root)}:study: {added.study!r} differs from {study!r}")
+    return dict(added.arms)
+
+
+def _load_signoffs(folder: Path, root: Path, problems: list[str]) -> dict[str, SignOff]:
+    signoffs = {}
+    for path in sorted(folder.glob("*")) if folder.is_dir() else []:
+        shown = display_path(path, root)
+        if path.suffix != ".yaml":
+            problems.append(f"{shown}:<file>: not a sign-off (sign-offs are <arm>.yaml)")
+            continue
+        try:
+            entry = load_yaml_model(SignOff, path, root=root)
+        except ConfigError as exc:
+            problems.extend(str(exc).splitlines())
+            continue
+        if entry.arm != path.stem:
+            problems.append(f"{shown}:arm: {entry.arm!r} differs from the file stem {path.stem!r}")
+            continue
+        signoffs[entry.arm] = entry
+    return signoffs
+
+
+def load_registry(study: str, root: Path | None = None) -> Registry:
+    """Load ``registry/<study>/``; a missing folder is an empty registry, never an error."""
+    root = Path(root or default_root())
+    folder = registry_dir(study, root)
+    log, problems = load_deviation_log(folder / "deviations", root=root)
+    added = _load_added(folder / "arms.yaml", study, root, problems)
+    signoffs = _load_signoffs(folder / "signoffs", root, problems)
+    return Registry(root, study, log, added, signoffs, problems)

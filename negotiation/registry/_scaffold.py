@@ -1,0 +1,85 @@
+"""Scaffolding a new deviation entry: the next id, a valid file, nothing overwritten."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Sequence
+
+import yaml
+from pydantic import ValidationError
+
+from negotiation.errors import ConfigError, format_validation_error
+from negotiation.protocol import default_root, display_path, load_study
+from negotiation.registry._deviation import FILE_NAME, Cell, Deviation, deviation_filename
+from negotiation.registry._entries import load_registry, registry_dir
+
+__all__ = ["new_deviation", "parse_cell"]
+
+
+def parse_cell(text: str) -> Cell:
+    """``arm[:buyer[:domain]]`` (empty parts mean every buyer / domain) as a ``Cell``."""
+    parts = text.split(":")
+    if len(parts) > 3 or not parts[0]:
+        raise ConfigError(f"--cell:{text!r}: expected arm[:buyer[:domain]]")
+    parts += [""] * (3 - len(parts))
+    return Cell(arm=parts[0], buyer=parts[1] or None, domain=parts[2] or None)
+
+
+def _next_id(folder: Path) -> int:
+    # Count file names too, so a broken entry's number is never handed out twice.
+    numbers = [int(m.group(1)) for p in folder.glob("*.yaml") if (m := FILE_NAME.match(p.name))]
+    return max(numbers, default=0) + 1
+
+
+def _check_names(study: str, root: Path, entry: Deviation, target: str) -> None:
+    planned = set(load_study(study, root).arms) | set(load_registry(study, root).added)
+    unknown = sorted(entry.named_arms() - planned)
+    if unknown:
+        raise ConfigError(f"{target}:arms: unknown arms {unknown}; known: {sorted(planned)}")
+
+
+def new_deviation(
+    study: str,
+    *,
+    category: str,
+    title: str,
+    what_changed: str,
+    why: str,
+    expected_impact: str,
+    arms: Sequence[str] = (),
+    cells: Sequence[Cell] = (),
+    all_arms: bool = False,
+    supersedes: int | None = None,
+    source: str | None = None,
+    date: dt.date | None = None,
+    root: Path | None = None,
+) -> Path:
+    """Write ``registry/<study>/deviations/NNNN-slug.yaml`` with the next id; return its path.
+
+    The entry is validated (schema, arms named, superseded entry present) before anything is
+    written, so the log never holds a half-made file.
+    """
+    root = Path(root or default_root())
+    folder = registry_dir(study, root) / "deviations"
+    entry_id = _next_id(folder)
+    path = folder / deviation_filename(entry_id, title)
+    target = display_path(path, root)
+    data = {
+        "version": 1, "id": entry_id, "date": (date or dt.date.today()).isoformat(), "title": title,
+        "category": category, "all_arms": all_arms, "arms": list(arms),
+        "cells": [c.model_dump(exclude_none=True) for c in cells], "what_changed": what_changed, "why": why,
+        "expected_impact": expected_impact, "supersedes": supersedes, "source": source,
+    }
+    try:
+        entry = Deviation.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(target, exc)) from exc
+    _check_names(study, root, entry, target)
+    if supersedes is not None and supersedes not in load_registry(study, root).deviations.entries:
+        raise ConfigError(f"{target}:supersedes: no valid entry {supersedes} in {display_path(folder, root)}")
+    folder.mkdir(parents=True, exist_ok=True)
+    body = {k: v for k, v in data.items() if v not in (None, [], False)}
+    with path.open("x", encoding="utf-8") as handle:  # "x": never overwrite an entry
+        yaml.safe_dump(body, handle, sort_keys=False, allow_unicode=True, width=100)
+    return path
