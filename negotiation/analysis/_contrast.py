@@ -1,0 +1,117 @@
+"""Named contrasts, run as one family from one Generator, Holm over the primary ones."""
+
+from __future__ import annotations
+
+from typing import Literal, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from negotiation.analysis._bootstrap import BootstrapSettings, Interval, cluster_bootstrap
+from negotiation.analysis._errors import PairingError
+from negotiation.analysis._multiple import holm, interval_mark
+from negotiation.analysis._pairing import CLUSTER, buyer_split_series, combine_paired, metric_spec, paired_values
+
+
+class ContrastSpec(BaseModel):
+    """One paired contrast: a weighted sum of arms on one metric and one panel."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: Literal[1] = 1
+    """Schema version of this record."""
+    name: str
+    """Identifier shown in tables (e.g. ``gain_31b_shared``)."""
+    weights: dict[str, float]
+    """Arm name -> weight; ``{A: 1, B: -1}`` is A − B."""
+    metric: str = "S"
+    """A name from ``METRICS``."""
+    domains: tuple[str, ...] | None = None
+    """Restrict to these domains (the held-out panel), or None for every domain."""
+    buyer_split: tuple[str, str] | None = None
+    """(minuend buyer, subtrahend buyer): contrast the per-scenario buyer split instead."""
+    primary: bool = False
+    """True for the prespecified primary family (Holm-corrected); else exploratory."""
+
+
+class ContrastResult(BaseModel):
+    """A contrast's interval with its multiplicity treatment and mark."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: Literal[1] = 1
+    """Schema version of this record."""
+    spec: ContrastSpec
+    """What was contrasted."""
+    interval: Interval
+    """Point estimate, interval, p-value and cluster count."""
+    holm_p: float | None = Field(default=None)
+    """Holm-adjusted p-value (primary contrasts only)."""
+    holm_rejected: bool | None = None
+    """Whether Holm rejects at the protocol's alpha (primary contrasts only)."""
+    mark: str
+    """``*`` (primary, survives Holm), ``e`` (exploratory, interval excludes 0) or empty."""
+
+
+def _restrict(frame: pd.DataFrame, domains: Sequence[str] | None) -> pd.DataFrame:
+    return frame if domains is None else frame[frame["domain"].isin(list(domains))]
+
+
+def contrast_values(frames: Mapping[str, pd.DataFrame], spec: ContrastSpec) -> pd.Series:
+    """The per-key values whose seed-cluster mean the contrast estimates."""
+    restricted = {name: _restrict(frames[name], spec.domains) for name in spec.weights if name in frames}
+    if spec.buyer_split is None:
+        values = paired_values(restricted, spec.weights, spec.metric)
+    else:
+        minuend, subtrahend = spec.buyer_split
+        splits = {
+            name: buyer_split_series(frame, spec.metric, minuend, subtrahend, where=name)
+            for name, frame in restricted.items()
+        }
+        values = combine_paired(splits, spec.weights, complete=not metric_spec(spec.metric).deal_only)
+    if values.empty:
+        raise PairingError(spec.name, "keys", "no scenario is shared by every arm of the contrast")
+    return values
+
+
+def bootstrap_series(values: pd.Series, settings: BootstrapSettings, rng: np.random.Generator) -> Interval:
+    """Cluster bootstrap of a keyed series, clustering on its ``seed`` index level."""
+    return cluster_bootstrap(
+        values.to_numpy(dtype=float), values.index.get_level_values(CLUSTER).to_numpy(), settings, rng
+    )
+
+
+def contrast(
+    frames: Mapping[str, pd.DataFrame],
+    spec: ContrastSpec,
+    settings: BootstrapSettings,
+    rng: np.random.Generator,
+) -> Interval:
+    """Interval of one contrast (no multiplicity treatment)."""
+    return bootstrap_series(contrast_values(frames, spec), settings, rng)
+
+
+def run_family(
+    frames: Mapping[str, pd.DataFrame], specs: Sequence[ContrastSpec], settings: BootstrapSettings
+) -> list[ContrastResult]:
+    """Every contrast from one Generator seeded by ``settings.seed``, Holm on the primaries.
+
+    The specs run in the given order, so the same specs, tables and seed give
+    bit-identical intervals.
+    """
+    rng = np.random.default_rng(settings.seed)
+    intervals = [contrast(frames, spec, settings, rng) for spec in specs]
+    primary_at = [i for i, spec in enumerate(specs) if spec.primary]
+    rejected, adjusted = holm([intervals[i].p for i in primary_at], settings.alpha) if primary_at else ([], [])
+    holm_by_index = {i: (bool(r), float(a)) for i, r, a in zip(primary_at, rejected, adjusted)}
+    results = []
+    for i, (spec, interval) in enumerate(zip(specs, intervals)):
+        is_rejected, holm_p = holm_by_index.get(i, (None, None))
+        mark = interval_mark(
+            excludes_zero=interval.excludes_zero, primary=spec.primary, holm_rejected=bool(is_rejected)
+        )
+        results.append(
+            ContrastResult(spec=spec, interval=interval, holm_p=holm_p, holm_rejected=is_rejected, mark=mark)
+        )
+    return results
