@@ -1,0 +1,28 @@
+# Two entry points, each installing what it needs from this checkout's own files:
+#   make repro   the main job: `dvc repro` (the demo study)
+#   make test    the tests
+# The virtualenv .venv is built once per checkout and rebuilt when pyproject.toml changes.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install repro test clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -e '.[dev]'
+	touch $(STAMP)
+
+# Stage commands call `python`; putting the venv first on PATH makes that the venv's interpreter.
+repro: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
+
+test: $(STAMP)
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) outputs
