@@ -19,6 +19,20 @@ from negotiation.analysis._errors import (
     SignoffError,
     ValidationFailed,
 )
+from negotiation.analysis._descriptors import (
+    descriptor_summary,
+    env_seller_utility,
+    episode_descriptors,
+    style_summary,
+    walk_aways,
+)
+from negotiation.analysis._metrics import (
+    MetricContext,
+    context_from_protocol,
+    metrics_table,
+    outcome_summary,
+    score_identity_gap,
+)
 from negotiation.analysis._multiple import holm, interval_mark
 from negotiation.analysis._pairing import (
     METRICS,
@@ -38,6 +52,7 @@ __all__ = [
     "FrontierError",
     "Interval",
     "METRICS",
+    "MetricContext",
     "MetricError",
     "PAIR_KEY",
     "PairingError",
@@ -50,13 +65,22 @@ __all__ = [
     "cluster_bootstrap",
     "cluster_totals",
     "combine_paired",
+    "context_from_protocol",
     "contrast",
+    "descriptor_summary",
+    "env_seller_utility",
+    "episode_descriptors",
     "contrast_values",
     "holm",
     "interval_mark",
     "metric_series",
+    "metrics_table",
+    "outcome_summary",
     "paired_values",
     "percentile_interval",
     "resample_cluster_means",
     "run_family",
+    "score_identity_gap",
+    "style_summary",
+    "walk_aways",
 ]
