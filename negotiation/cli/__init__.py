@@ -4,7 +4,7 @@ Each command group registers itself on ``app`` when its module is imported below
 packages' sub-apps are mounted here with ``app.add_typer``.
 """
 
-from negotiation.cli import _env_cmds, _play  # noqa: F401 - importing registers the commands
+from negotiation.cli import _env_cmds, _play, _mounts  # noqa: F401 - importing registers the commands
 from negotiation.cli._app import EXIT_INPUT, app, main
 from negotiation.cli._config import PHASES, dirichlet_alpha_for, env_config_for
 

@@ -13,10 +13,15 @@ from cli_runner import assert_one_line_error, nego, nego_json
 
 def test_help_lists_every_command():
     out = nego("--help").stdout
-    for command in ("domains", "scenario", "score", "parse", "play"):
+    commands = ("domains", "scenario", "score", "parse", "play", "protocol", "audit", "deviation")
+    for command in commands:
         assert command in out
-    for command in ("domains", "scenario", "score", "parse", "play"):
         assert nego(command, "--help").exit_code == 0
+
+
+def test_mounted_protocol_group_runs():
+    result = nego("protocol", "verify", "demo")
+    assert result.exit_code == 0 and "match the lock" in result.stdout
 
 
 def test_domains_json_counts_terms():

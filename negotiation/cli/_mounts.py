@@ -1,0 +1,15 @@
+"""Command groups owned by other packages, mounted on ``nego``.
+
+Each package keeps its commands next to its code and exports a typer app or command; this
+module is the one place that decides where they appear. Add new groups here.
+"""
+
+from __future__ import annotations
+
+from negotiation.cli._app import app
+from negotiation.protocol import protocol_app
+from negotiation.registry import audit_command, deviation_app
+
+app.add_typer(protocol_app, name="protocol")
+app.command("audit")(audit_command)
+app.add_typer(deviation_app, name="deviation")
