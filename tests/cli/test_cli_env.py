@@ -20,8 +20,8 @@ def test_help_lists_every_command():
 
 
 def test_mounted_protocol_group_runs():
-    result = nego("protocol", "verify", "demo")
-    assert result.exit_code == 0 and "match the lock" in result.stdout
+    result = nego("protocol", "verify", "ghost")
+    assert result.exit_code == 2 and "no study 'ghost'" in result.stderr
 
 
 def test_domains_json_counts_terms():
