@@ -15,7 +15,8 @@ def eq1_reward(outcome_term: float, n_bad_policy: int, n_policy: int, n_rounds: 
     """Eq. 1 from its ingredients."""
     fmt = n_bad_policy / n_policy if n_policy else 0.0
     span = config.max_rounds - config.t_soft
-    length = max(0.0, n_rounds - config.t_soft) / span
+    # t_soft = T (a protocol may set the fraction to 1) leaves no room past the budget: no penalty.
+    length = max(0.0, n_rounds - config.t_soft) / span if span > 0 else 0.0
     return outcome_term - config.g_fmt * fmt - config.g_len * length
 
 

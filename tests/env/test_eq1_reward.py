@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -21,6 +23,11 @@ CFG = env_config()
 ])
 def test_eq1_by_hand(outcome, n_bad, n_policy, n_rounds, expected):
     assert eq1_reward(outcome, n_bad, n_policy, n_rounds, CFG) == pytest.approx(expected)
+
+
+def test_soft_budget_equal_to_the_cap_means_no_length_penalty():
+    config = replace(CFG, t_soft=12.0)
+    assert eq1_reward(-0.3, 0, 12, 12, config) == pytest.approx(-0.3)
 
 
 def test_no_policy_turn_means_no_format_penalty():
