@@ -1,0 +1,192 @@
+"""``nego audit`` on the declared state: lock, protocol, registry, arms, seeds, sign-offs.
+
+Every check gets a case that makes it fail, and the failing message must name the file and key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from negotiation.protocol import freeze
+from negotiation.registry import run_audit
+
+DEV = {"version": 1, "date": "2026-11-30", "title": "Read earlier", "category": "read_point",
+       "arms": ["w16_lr3x"], "what_changed": "read step 48", "why": "56 lost", "expected_impact": "small"}
+
+
+def write_deviation(root: Path, name: str, study: str = "demo", **fields) -> Path:
+    folder = root / "registry" / study / "deviations"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(yaml.safe_dump({**DEV, **fields}, sort_keys=False))
+    return path
+
+
+def failures(report, check: str | None = None) -> list[str]:
+    return [f.evidence for f in report.findings if f.status == "fail" and check in (None, f.check)]
+
+
+@pytest.mark.parametrize("study", ["demo", "paper"])
+def test_committed_studies_pass_in_their_declared_state(study):
+    report = run_audit(study)
+    assert report.passed, failures(report)
+    assert report.declared_only and {f.status for f in report.findings if f.check == "pairing"} == {"skipped"}
+
+
+def test_paper_added_arms_are_covered_by_their_deviations_and_hand_reads_pending():
+    report = run_audit("paper")
+    covered = {f.evidence.split(":")[0]: f.deviations for f in report.findings if f.check == "arms" and f.status == "covered"}
+    assert len(covered) == 11 and covered["e2b_lr10x_56"] == (6,) and covered["e4b_lr3x_64"] == (15,)
+    (pending,) = [f for f in report.findings if f.check == "hand_read"]
+    assert pending.status == "pending" and pending.evidence.startswith("15 trained arms await")
+
+
+def test_tampered_frozen_byte_fails_the_lock_check(root, edit):
+    edit(root / "protocol/demo/protocol.yaml", "  g_len: 0.05", "  g_len: 0.06")
+    report = run_audit("demo", root=root)
+    (problem,) = failures(report)
+    assert problem.startswith("protocol/demo/protocol.yaml:environment.g_len: changed since freeze")
+
+
+def test_overlapping_seed_blocks_fail(root, edit):
+    edit(root / "protocol/demo/protocol.yaml", "evaluation: {start: 5000000, stop: 5000008}",
+         "evaluation: {start: 4992, stop: 5000}")
+    report = run_audit("demo", root=root)
+    assert failures(report, "seed_blocks") == [
+        "protocol/demo/protocol.yaml:seeds.evaluation: [4992, 5000) overlaps seeds.training [0, 5000)"]
+    assert failures(report, "lock")  # and the frozen file changed, of course
+
+
+def test_an_invalid_protocol_fails_every_check_that_needs_it(root, edit):
+    edit(root / "protocol/demo/arms.yaml", "    kind: reference\n    description: scripted Boulware",
+         "    kind: referee\n    description: scripted Boulware")
+    report = run_audit("demo", root=root)
+    assert failures(report, "protocol")[0].startswith("protocol/demo/arms.yaml:arms.ref_boulware.kind:")
+    assert failures(report, "arms")[0].startswith("cannot check: protocol invalid (protocol/demo/arms.yaml:")
+
+
+def test_a_bad_deviation_file_fails_with_file_and_key(root):
+    write_deviation(root, "0001-read-earlier.yaml", id=1, category="whim")
+    (problem,) = failures(run_audit("demo", root=root))
+    assert problem.startswith("registry/demo/deviations/0001-read-earlier.yaml:category: Input should be")
+
+
+def test_malformed_deviation_yaml_fails_without_traceback(root):
+    folder = root / "registry/demo/deviations"
+    folder.mkdir(parents=True)
+    (folder / "0001-broken.yaml").write_text("id: 1\ntitle: [unclosed\n")
+    (problem,) = failures(run_audit("demo", root=root))
+    assert problem.startswith("registry/demo/deviations/0001-broken.yaml:line ")
+
+
+def test_ids_must_run_from_one_without_gaps_and_dates_never_decrease(root):
+    write_deviation(root, "0001-a.yaml", id=1, date="2026-11-30")
+    write_deviation(root, "0003-c.yaml", id=3)
+    assert failures(run_audit("demo", root=root)) == [
+        "registry/demo/deviations/0003-c.yaml:id: 3 breaks the sequence (expected 2; ids run 1, 2, 3, ... without gaps)"]
+    (root / "registry/demo/deviations/0003-c.yaml").unlink()
+    write_deviation(root, "0002-b.yaml", id=2, date="2026-11-01")
+    assert failures(run_audit("demo", root=root)) == [
+        "registry/demo/deviations/0002-b.yaml:date: 2026-11-01 is before entry 1's 2026-11-30 (the log is append-only)"]
+
+
+@pytest.mark.parametrize(("supersedes", "expected"), [
+    (7, "registry/demo/deviations/0002-b.yaml:supersedes: no entry 7"),
+    (3, "registry/demo/deviations/0002-b.yaml:supersedes: 3 is not an earlier entry"),
+])
+def test_supersession_must_point_back_to_an_existing_entry(root, supersedes, expected):
+    write_deviation(root, "0001-a.yaml", id=1)
+    write_deviation(root, "0002-b.yaml", id=2, supersedes=supersedes)
+    write_deviation(root, "0003-c.yaml", id=3)
+    assert failures(run_audit("demo", root=root))[0].startswith(expected)
+
+
+def test_an_entry_cannot_be_superseded_twice(root):
+    write_deviation(root, "0001-a.yaml", id=1)
+    write_deviation(root, "0002-b.yaml", id=2, supersedes=1)
+    write_deviation(root, "0003-c.yaml", id=3, supersedes=1)
+    assert failures(run_audit("demo", root=root)) == [
+        "registry/demo/deviations/0003-c.yaml:supersedes: entry 1 is already superseded by entry 2"]
+
+
+def test_a_deviation_naming_an_unknown_arm_or_buyer_fails(root):
+    write_deviation(root, "0001-a.yaml", id=1, arms=["w16_lr3x", "w99"], cells=[{"arm": "w16_lr3x", "buyer": "gpt"}])
+    assert failures(run_audit("demo", root=root)) == [
+        "registry/demo/deviations/0001-a.yaml:arms.1: 'w99' is not a frozen or added arm",
+        "registry/demo/deviations/0001-a.yaml:cells.0.buyer: unknown buyer 'gpt'",
+    ]
+
+
+ADDED = """version: 1
+study: demo
+arms:
+  w16_lr5x:
+    kind: trained
+    description: width-16 policy at 5x the shared LR
+    size: w16
+    lr_multiple: 5
+    run: w16_lr5x
+    read_point: early
+    seller: "policy:{checkpoint}"
+    deviations: [1]
+"""
+
+
+def test_an_added_arm_without_its_deviation_is_outside_the_matrix(root):
+    (root / "registry/demo/arms.yaml").write_text(ADDED)
+    assert failures(run_audit("demo", root=root)) == [
+        "registry/demo/arms.yaml:arms.w16_lr5x.deviations: entry 1 does not exist",
+        "w16_lr5x: added outside the frozen matrix; no active deviation (arm_added) covers it",
+    ]
+    write_deviation(root, "0001-add-5x.yaml", id=1, category="arm_added", arms=["w16_lr5x"])
+    report = run_audit("demo", root=root)
+    assert report.passed and [f.deviations for f in report.findings if f.status == "covered"] == [(1,)]
+
+
+def test_a_superseded_arm_added_entry_no_longer_covers(root):
+    (root / "registry/demo/arms.yaml").write_text(ADDED)
+    write_deviation(root, "0001-add-5x.yaml", id=1, category="arm_added", arms=["w16_lr5x"])
+    write_deviation(root, "0002-withdraw.yaml", id=2, category="arm_added", arms=["w16_lr3x"], supersedes=1)
+    assert failures(run_audit("demo", root=root), "arms")[0] == (
+        "registry/demo/arms.yaml:arms.w16_lr5x.deviations: entry 1 is superseded")
+
+
+def test_an_added_arm_must_fit_the_protocol(root, edit):
+    (root / "registry/demo/arms.yaml").write_text(ADDED.replace("read_point: early", "read_step: 60"))
+    write_deviation(root, "0001-add-5x.yaml", id=1, category="arm_added", arms=["w16_lr5x"])
+    assert failures(run_audit("demo", root=root)) == [
+        "registry/demo/arms.yaml:arms.w16_lr5x.read_step: reads combined step 60, not a checkpoint (every 8) "
+        "of a run planned for 64 steps"]
+
+
+def test_an_evaluated_arm_outside_the_matrix_fails(root):
+    (root / "outputs/demo/evaluate/w16_lr5x").mkdir(parents=True)
+    report = run_audit("demo", root=root)
+    assert failures(report, "arms") == [
+        "outputs/demo/evaluate/w16_lr5x:arm: 'w16_lr5x' was evaluated or selected but is neither in the frozen "
+        "matrix nor added in registry/demo/arms.yaml"]
+
+
+def _signoff(root: Path, arm: str, **fields) -> None:
+    folder = root / "registry/demo/signoffs"
+    folder.mkdir(parents=True, exist_ok=True)
+    body = {"version": 1, "arm": arm, "reader": "A. Reader", "date": "2026-11-30", "transcripts_read": 10,
+            "domain_families": ["training", "held_out"], "verdict": "pass", **fields}
+    (folder / f"{arm}.yaml").write_text(yaml.safe_dump(body))
+
+
+def test_hand_read_sign_offs(root, edit):
+    _signoff(root, "w16_lr3x")
+    _signoff(root, "w16_lr10x", verdict="fail")
+    _signoff(root, "w32_lr3x", transcripts_read=4)
+    report = run_audit("demo", root=root)
+    rows = {f.evidence.split(":")[0]: f.status for f in report.findings if f.check == "hand_read"}
+    assert rows["w16_lr3x"] == "pass" and rows["registry/demo/signoffs/w16_lr10x.yaml"] == "fail"
+    assert failures(report, "hand_read")[1].startswith("registry/demo/signoffs/w32_lr3x.yaml:transcripts_read: 4")
+    assert rows["10 trained arms await a hand-read sign-off"] == "pending"
+    edit(root / "protocol/demo/protocol.yaml", "blocking: false", "blocking: true")
+    freeze("demo", root)
+    assert "10 trained arms await" in failures(run_audit("demo", root=root), "hand_read")[-1]
