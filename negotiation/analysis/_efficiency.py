@@ -1,0 +1,131 @@
+"""Scenarios as bargaining problems, and each deal's distance to the frontier and Nash point."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from negotiation.analysis._bargaining import ScenarioFrontier, max_welfare, nash_point, signed_distance
+from negotiation.analysis._errors import FrontierError
+from negotiation.analysis._frontier import Allocation, Frontier, Problem, pareto_frontier
+
+
+@dataclass(frozen=True)
+class ScenarioProblem:
+    """A scenario's bargaining problem and how to turn an allocation into a ledger."""
+
+    problem: Problem
+    fixed: dict[str, Any]
+    """Term -> value for terms without conflict (set the way that pays both most)."""
+    transfer_terms: tuple[tuple[str, float, float, bool], ...]
+    """(name, lo, hi, seller prefers high) per transfer, in problem order."""
+    choice_terms: tuple[tuple[str, Any, Any], ...]
+    """(name, seller's level, buyer's level) per choice, in problem order."""
+
+    def contract(self, allocation: Allocation) -> dict[str, Any]:
+        """The full contract (every term set) behind ``allocation``."""
+        ledger = dict(self.fixed)
+        for (name, lo, hi, seller_high), share in zip(self.transfer_terms, allocation.seller_shares):
+            ledger[name] = lo + share * (hi - lo) if seller_high else hi - share * (hi - lo)
+        for (name, seller_level, buyer_level), seller_wins in zip(self.choice_terms, allocation.seller_choices):
+            ledger[name] = seller_level if seller_wins else buyer_level
+        return ledger
+
+
+def _continuous(term, w_s: float, w_b: float) -> tuple[str, Any]:
+    lo, hi = term.range
+    seller_high = term.high_preferred_by == "seller"
+    if w_s > 0 and w_b > 0:
+        return "transfer", (term.name, lo, hi, seller_high)
+    # One side does not care: hand the whole term to the other (it pays w or nothing).
+    to_seller = w_b == 0
+    return "fixed", (hi if to_seller == seller_high else lo, (w_s if to_seller else 0.0, 0.0 if to_seller else w_b))
+
+
+def problem_from_scenario(scenario) -> ScenarioProblem:
+    """Split a ``negotiation.env.Scenario`` into constants, transfers and choices."""
+    seller, buyer = scenario.seller, scenario.buyer
+    constant = np.zeros(2)
+    fixed, transfers, transfer_terms, choices, choice_terms = {}, [], [], [], []
+    for term in scenario.domain.terms:
+        w_s, w_b = float(seller.weights[term.name]), float(buyer.weights[term.name])
+        if term.is_continuous:
+            kind, payload = _continuous(term, w_s, w_b)
+            if kind == "transfer":
+                transfers.append((w_s, w_b))
+                transfer_terms.append(payload)
+            else:
+                fixed[term.name], gain = payload
+                constant += gain
+            continue
+        level_s, level_b = seller.preferred.get(term.name), buyer.preferred.get(term.name)
+        if level_s is None or level_b is None:
+            raise FrontierError(f"{scenario.domain.name}#{scenario.seed}", term.name, "no preferred level drawn")
+        if level_s == level_b or w_s == 0 or w_b == 0:
+            seller_gets = level_s == level_b or w_b == 0
+            fixed[term.name] = level_s if seller_gets else level_b
+            constant += (w_s if seller_gets else 0.0, w_b if level_s == level_b or not seller_gets else 0.0)
+            continue
+        choices.append((w_s, w_b))
+        choice_terms.append((term.name, level_s, level_b))
+    problem = Problem(constant, np.array(transfers, dtype=float).reshape(-1, 2), np.array(choices, dtype=float).reshape(-1, 2))
+    return ScenarioProblem(problem, fixed, tuple(transfer_terms), tuple(choice_terms))
+
+
+@dataclass(frozen=True)
+class ScenarioSolution:
+    """Frontier, Nash point and maximum welfare of one scenario."""
+
+    frontier: Frontier
+    nash: np.ndarray
+    nash_contract: dict[str, Any]
+    max_welfare: float
+
+    def summary(self, domain: str, seed: int) -> ScenarioFrontier:
+        return ScenarioFrontier(
+            domain=domain, seed=seed, pareto=[tuple(map(float, v)) for v in self.frontier.vertices],
+            nash=(float(self.nash[0]), float(self.nash[1])), nash_contract=self.nash_contract,
+            max_welfare=self.max_welfare,
+        )
+
+
+def solve_scenario(scenario) -> ScenarioSolution:
+    """The exact frontier, Nash point (with a contract reaching it) and maximum welfare."""
+    mapped = problem_from_scenario(scenario)
+    frontier = pareto_frontier(mapped.problem)
+    nash, allocation = nash_point(frontier)
+    return ScenarioSolution(frontier, nash, mapped.contract(allocation), max_welfare(mapped.problem))
+
+
+def solve_scenarios(keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ScenarioSolution]:
+    """Solutions for every (domain, seed), each scenario built once through the environment."""
+    from negotiation.env import load_domain, make_scenario
+
+    domains: dict[str, Any] = {}
+    solutions = {}
+    for domain, seed in sorted(set(keys)):
+        if domain not in domains:
+            domains[domain] = load_domain(domain)
+        solutions[(domain, int(seed))] = solve_scenario(make_scenario(domains[domain], int(seed)))
+    return solutions
+
+
+def deal_efficiency(episodes: pd.DataFrame, solutions: dict[tuple[str, int], ScenarioSolution]) -> pd.DataFrame:
+    """Per episode: ``frontier_distance`` (signed, + inside), ``nash_distance`` and
+    ``welfare_share`` (joint Ũ over the scenario's maximum); NaN on no-deals."""
+    out = pd.DataFrame(index=episodes.index, columns=["frontier_distance", "nash_distance", "welfare_share"],
+                       dtype=float)
+    deals = episodes[episodes["deal"].astype(bool)]
+    for (domain, seed), rows in deals.groupby(["domain", "seed"], sort=False):
+        key = (domain, int(seed))
+        if key not in solutions:
+            raise FrontierError("episodes", "domain,seed", f"no frontier for scenario {key!r}")
+        solution = solutions[key]
+        points = rows[["seller_u", "buyer_u"]].to_numpy(dtype=float)
+        out.loc[rows.index, "frontier_distance"] = signed_distance(solution.frontier, points)
+        out.loc[rows.index, "nash_distance"] = np.linalg.norm(points - solution.nash, axis=1)
+        out.loc[rows.index, "welfare_share"] = points.sum(axis=1) / solution.max_welfare
+    return out
