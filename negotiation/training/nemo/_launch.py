@@ -1,0 +1,169 @@
+"""Run one NeMo-RL GRPO training run from a YAML that ``nego train-config`` wrote.
+
+The train stage calls ``launch_training``. Before anything heavy starts it checks that NeMo-RL,
+Ray, the GPUs, the model checkpoint and (for a continuation) the parent's weights are all there,
+and raises one ``BackendUnavailableError`` naming every missing piece. Then, in the sliding-puzzle
+style of NeMo-RL's examples: merge the YAML onto NeMo-RL's base config, derive the turn tags from
+the arm's tokenizer and check them on a real prompt, build the scenario datasets, start the
+environment actor, open the MLflow run with our tags, set up, load a continuation's parent
+weights into the policy (never into the KL reference), and train.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from negotiation.errors import ConfigError
+from negotiation.protocol import load_study, protocol_hash
+from negotiation.training.nemo._backend import import_backend, require_backend
+from negotiation.training.nemo._config import BASE_CONFIG, stop_token_ids
+from negotiation.training.nemo._dataset import (
+    build_datums, load_prompt_builder, training_scenarios, validation_scenarios,
+)
+from negotiation.training.nemo._plan import RunPlan
+from negotiation.training.nemo._state import ENV_NAME, TASK_NAME, NemoEnvSettings, replay
+from negotiation.training.nemo._turn_tags import DEFAULT_HISTORY, check_round_trip, derive_turn_tags
+
+__all__ = ["RUN_RECORD", "launch_training", "read_train_config"]
+
+RUN_RECORD = "run.json"
+"""Written into the run folder: plan, hashes, MLflow run id; maps local to combined steps."""
+
+
+def read_train_config(path: Path) -> tuple[dict[str, Any], dict[str, Any], RunPlan]:
+    """(NeMo-RL part, ``negotiation`` part, plan) of a generated YAML."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}:<file>: cannot read ({exc})") from exc
+    if not isinstance(raw, dict) or "negotiation" not in raw:
+        raise ConfigError(f"{path}:negotiation: missing; regenerate the file with `nego train-config`")
+    ours = raw.pop("negotiation")
+    return raw, ours, RunPlan.model_validate(ours["plan"])
+
+
+def _check_inputs(nemo: dict[str, Any], ours: dict[str, Any]) -> None:
+    cluster = nemo.get("cluster", {})
+    extra = {"parent checkpoint weights (negotiation.parent_weights)": Path(ours["parent_weights"])} \
+        if ours.get("parent_weights") else {}
+    require_backend(model=str(nemo["policy"]["model_name"]),
+                    gpus_needed=int(cluster.get("gpus_per_node", 1)) * int(cluster.get("num_nodes", 1)),
+                    extra_paths=extra)
+
+
+def _merged_config(nemo: dict[str, Any], overrides: Sequence[str]) -> Any:
+    omegaconf = import_backend("omegaconf")
+    config_utils = import_backend("nemo_rl.utils.config")
+    base_name = nemo.pop("defaults", BASE_CONFIG)
+    base_path = Path(import_backend("nemo_rl").__file__).resolve().parents[1] / "examples" / "configs" / base_name
+    if not base_path.is_file():
+        raise ConfigError(f"defaults: {base_name!r} not found at {base_path}; use a full NeMo-RL checkout")
+    config_utils.register_omegaconf_resolvers()
+    merged = omegaconf.OmegaConf.merge(config_utils.load_config(str(base_path)), omegaconf.OmegaConf.create(nemo))
+    if overrides:
+        merged = config_utils.parse_hydra_overrides(merged, list(overrides))
+    grpo = import_backend("nemo_rl.algorithms.grpo")
+    return grpo.MasterConfig(**omegaconf.OmegaConf.to_container(merged, resolve=True))
+
+
+def _turn_tags(tokenizer: Any, config: Any, settings: NemoEnvSettings, first_prompt: list[dict[str, str]],
+               path: Path):
+    kwargs = dict(config.policy["tokenizer"].get("chat_template_kwargs") or {})
+    tags = derive_turn_tags(tokenizer, kwargs)
+    if settings.turn_tags is not None and settings.turn_tags != tags:
+        raise ConfigError(f"{path}:env.{ENV_NAME}.turn_tags: written for another tokenizer ({settings.turn_tags}) "
+                          f"than {tags}; regenerate the config")
+    # The round trip again, on the real opening prompt of the run's first scenario.
+    check_round_trip(tokenizer, tags, first_prompt + list(DEFAULT_HISTORY[1:]))
+    return tags
+
+
+def _git_commit(root: Path) -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _open_mlflow_run(config: Any, plan: RunPlan, ours: dict[str, Any], root: Path) -> str:
+    """Create the MLflow run with our tags; NeMo-RL's logger then logs into it by id."""
+    import mlflow
+
+    cfg = config.logger["mlflow"]
+    mlflow.set_tracking_uri(cfg["tracking_uri"])
+    experiment = mlflow.get_experiment_by_name(cfg["experiment_name"])
+    experiment_id = experiment.experiment_id if experiment else mlflow.create_experiment(cfg["experiment_name"])
+    tags = {"study": plan.study, "arm": plan.arm or "", "run": plan.run, "size": plan.size,
+            "lr_multiple": str(plan.lr_multiple), "parent_run": plan.parent_run or "",
+            "protocol_hash": ours.get("protocol_hash") or "", "git_commit": _git_commit(root),
+            "backend": "nemo-rl", "step_offset": str(plan.step_offset)}
+    run = mlflow.MlflowClient().create_run(experiment_id, run_name=plan.run, tags=tags)
+    cfg["run_id"] = run.info.run_id
+    return run.info.run_id
+
+
+def _offset_steps(logger: Any, offset: int) -> None:
+    """Log a continuation's metrics at combined steps (NeMo-RL counts from its own step 0)."""
+    if offset:
+        log_metrics = logger.log_metrics
+        logger.log_metrics = lambda metrics, step, *a, **k: log_metrics(metrics, step + offset, *a, **k)
+
+
+def _load_parent_weights(policy: Any, generation: Any, weights: str) -> None:
+    # Weights only (no optimizer, no scheduler): the continuation restarts its schedule, and the
+    # KL reference copied at setup stays the base model.
+    policy.run_all_workers_single_data("load_checkpoint", weights_path=weights, optimizer_path=None)
+    synchronizer = getattr(generation, "weight_synchronizer", None)
+    if synchronizer is not None:
+        synchronizer.sync_weights()  # a fresh run would otherwise skip its first refit
+
+
+def launch_training(config_path: Path, *, overrides: Sequence[str] = (), root: Path | None = None) -> Path:
+    """Train the run ``config_path`` describes; return its run folder."""
+    nemo, ours, plan = read_train_config(config_path)
+    _check_inputs(nemo, ours)
+    study = load_study(plan.study, root)
+    if ours.get("protocol_hash") and ours["protocol_hash"] != protocol_hash(plan.study, study.root):
+        raise ConfigError(f"{config_path}:negotiation.protocol_hash: the protocol changed since this config was written")
+    builder = load_prompt_builder(ours["prompt_builder"])
+    config = _merged_config(nemo, overrides)
+    algo_utils, grpo = import_backend("nemo_rl.algorithms.utils"), import_backend("nemo_rl.algorithms.grpo")
+    import_backend("nemo_rl.distributed.virtual_cluster").init_ray()
+    algo_utils.set_seed(plan.seed)
+    tokenizer = algo_utils.get_tokenizer(config.policy["tokenizer"])
+    settings = NemoEnvSettings.model_validate(config.env[ENV_NAME])
+    states = training_scenarios(study.protocol, seed=plan.seed, **ours["train_scenarios"])
+    tags = _turn_tags(tokenizer, config, settings, [dict(m) for m in builder(replay(states[0], settings).view())],
+                      config_path)
+    settings = settings.model_copy(update={"turn_tags": tags})
+    generation = config.policy["generation"]
+    generation["stop_token_ids"] = generation.get("stop_token_ids") or stop_token_ids(tags, tokenizer.eos_token_id)
+    config.policy["generation"] = import_backend("nemo_rl.models.generation").configure_generation_config(
+        generation, tokenizer)
+    cap = config.data["max_input_seq_length"]
+    train = build_datums(states, tokenizer=tokenizer, prompt_builder=builder, settings=settings, max_prompt_tokens=cap)
+    val = build_datums(validation_scenarios(study.protocol, seed=plan.seed), tokenizer=tokenizer,
+                       prompt_builder=builder, settings=settings, max_prompt_tokens=cap)
+    from negotiation.training.nemo._actor import environment_actor_class
+
+    env = environment_actor_class().options(num_gpus=0).remote(settings.model_dump(mode="json"))
+    run_dir = Path(config.checkpointing["checkpoint_dir"]).parent
+    run_dir.mkdir(parents=True, exist_ok=True)
+    run_id = _open_mlflow_run(config, plan, ours, study.root)
+    record = {"plan": plan.model_dump(mode="json"), "mlflow_run_id": run_id, "turn_tags": tags.model_dump(),
+              "protocol_hash": ours.get("protocol_hash"), "parent_weights": ours.get("parent_weights")}
+    (run_dir / RUN_RECORD).write_text(json.dumps(record, indent=2), encoding="utf-8")
+    (policy, policy_generation, _gym, _cluster, dataloader, val_dataloader, loss_fn, logger, checkpointer,
+     grpo_state, master_config, *_rest) = grpo.setup(config, tokenizer, train, val)
+    if ours.get("parent_weights"):
+        _load_parent_weights(policy, policy_generation, ours["parent_weights"])
+    _offset_steps(logger, plan.step_offset)
+    grpo.grpo_train(policy, policy_generation, dataloader, val_dataloader, tokenizer, loss_fn,
+                    {TASK_NAME: env}, {TASK_NAME: env}, logger, checkpointer, grpo_state, master_config)
+    return run_dir

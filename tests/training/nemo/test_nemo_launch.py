@@ -1,0 +1,69 @@
+"""The launcher stops with one message naming every missing piece when NeMo-RL cannot run here."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from negotiation.errors import ConfigError, NegotiationError
+from negotiation.protocol import load_study
+from negotiation.training.nemo import (
+    BackendUnavailableError, RunPaths, backend_problems, environment_actor_class, env_settings, grpo_config,
+    launch_training, plan_run, read_train_config, write_train_config,
+)
+
+NO_NEMO = importlib.util.find_spec("nemo_rl") is None
+NO_RAY = importlib.util.find_spec("ray") is None
+PAPER = load_study("paper")
+
+
+def write_config(tmp_path, name: str, **policy) -> str:
+    plan = plan_run(PAPER, name)
+    parent = RunPaths.for_run(tmp_path, plan.parent_run) if plan.parent_run else None
+    cfg = grpo_config(PAPER, plan, settings=env_settings("paper"), paths=RunPaths.for_run(tmp_path, plan.run),
+                      tracking_uri="sqlite:////x.db", parent_paths=parent)
+    cfg["policy"].update(policy)
+    return write_train_config(cfg, tmp_path / f"{name}.yaml")
+
+
+def test_missing_pieces_are_listed_together():
+    problems = backend_problems(model="/no/such/model", gpus_needed=4, gpu_count=lambda: 1,
+                                extra_paths={"parent weights": "/no/such/weights"})
+    text = "\n".join(problems)
+    assert "GPUs: 4 needed (cluster.gpus_per_node x cluster.num_nodes), 1 visible" in text
+    assert "model checkpoint path '/no/such/model' (policy.model_name) does not exist" in text
+    assert "parent weights '/no/such/weights' does not exist" in text
+    assert ("'nemo_rl' is not installed" in text) == NO_NEMO and ("'ray' is not installed" in text) == NO_RAY
+
+
+def test_a_hub_id_is_not_checked_as_a_path(tmp_path):
+    assert backend_problems(model="google/gemma-4-E2B-it", gpus_needed=0, gpu_count=lambda: 0) == \
+        backend_problems(model=str(tmp_path), gpus_needed=0, gpu_count=lambda: 0)
+
+
+@pytest.mark.skipif(not NO_NEMO, reason="NeMo-RL is installed")
+def test_launch_without_nemo_rl_names_what_is_missing(tmp_path):
+    path = write_config(tmp_path, "e2b_shared_104", model_name=str(tmp_path / "gemma"))
+    with pytest.raises(BackendUnavailableError) as caught:
+        launch_training(path)
+    message = str(caught.value)
+    assert isinstance(caught.value, NegotiationError)
+    assert message.startswith("NeMo-RL backend unavailable: ")
+    assert "'nemo_rl' is not installed" in message and "GPUs: 1 needed" in message
+    assert f"model checkpoint path '{tmp_path / 'gemma'}'" in message
+    weights = tmp_path.resolve() / "e2b_shared_init" / "checkpoints" / "step_64" / "policy" / "weights"
+    assert f"parent checkpoint weights (negotiation.parent_weights) '{weights}'" in message
+
+
+@pytest.mark.skipif(not NO_RAY, reason="Ray is installed")
+def test_the_actor_class_needs_ray():
+    with pytest.raises(BackendUnavailableError, match="'ray' cannot be imported"):
+        environment_actor_class()
+
+
+def test_a_yaml_without_our_section_is_refused(tmp_path):
+    path = tmp_path / "plain.yaml"
+    path.write_text("grpo: {num_prompts_per_step: 16}\n")
+    with pytest.raises(ConfigError, match="plain.yaml:negotiation: missing"):
+        read_train_config(path)
