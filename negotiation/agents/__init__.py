@@ -9,5 +9,13 @@ from negotiation.env import Agent, Reply, View
 __all__ = [
     "Agent", "AgentSpec", "Reply", "ScriptedAgent", "View", "action_json", "make_agent",
     "make_scripted", "offer_at_target", "parse_spec", "register_kind", "render_accept",
-    "render_counter", "term_phrase",
+    "render_counter", "term_phrase", "Policy", "PolicyAgent", "PolicyArch",
 ]
+
+
+def __getattr__(name: str):  # the demo policy seller needs torch: import it only when asked for
+    if name in ("Policy", "PolicyAgent", "PolicyArch"):
+        from negotiation.agents import _policy, _policy_net
+
+        return getattr(_policy, name, None) or getattr(_policy_net, name)
+    raise AttributeError(f"module 'negotiation.agents' has no attribute {name!r}")
