@@ -61,7 +61,7 @@ def environment_class() -> type:
             return batch, return_metrics(values, self.settings)
 
         def shutdown(self) -> None:
-            self.logic = None  # scripted buyers hold nothing; LLM clients close with the process
+            self.logic.close()
 
     NegotiationEnvironment.__module__ = __name__
     NegotiationEnvironment.__qualname__ = "NegotiationEnvironment"

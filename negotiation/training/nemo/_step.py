@@ -65,11 +65,24 @@ class NegotiationStepLogic:
         self.tags = settings.turn_tags
         self._agent_factory = agent_factory
         self._buyers: dict[str, Any] = {}
+        # One loop for the actor's lifetime: LLM buyers' async HTTP clients are bound to the loop
+        # they first ran on, so a fresh loop per step (asyncio.run) would break them.
+        self._loop = asyncio.new_event_loop()
 
     def step(self, message_logs: Sequence[Sequence[Message]],
              metadata: Sequence[Mapping[str, Any] | None]) -> StepOutcome:
         """Play one seller turn (and the buyer's reply) for every sample."""
-        return asyncio.run(self.astep(message_logs, metadata))
+        return self._loop.run_until_complete(self.astep(message_logs, metadata))
+
+    def close(self) -> None:
+        """Release the event loop."""
+        self._loop.close()
+
+    def __enter__(self) -> "NegotiationStepLogic":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     async def astep(self, message_logs: Sequence[Sequence[Message]],
                     metadata: Sequence[Mapping[str, Any] | None]) -> StepOutcome:
