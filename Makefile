@@ -21,8 +21,10 @@ $(STAMP): pyproject.toml
 repro: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
 
+# `python -m pytest` puts the checkout on sys.path, as the team's PYTHONPATH=<repo> runs do, so
+# tests may import shared helpers as `tests.<package>.<module>`.
 test: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/python -m pytest
 
 clean:
 	rm -rf $(VENV) outputs
