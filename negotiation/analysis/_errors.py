@@ -6,8 +6,10 @@ that stands in for one), the key, and the bad value, as ``where:key: reason``.
 
 from __future__ import annotations
 
+from negotiation.errors import NegotiationError
 
-class AnalysisError(ValueError):
+
+class AnalysisError(NegotiationError, ValueError):
     """Base class for bad input to the analysis (tables, settings, arguments)."""
 
     def __init__(self, where: str, key: str, reason: str) -> None:
