@@ -10,7 +10,7 @@ from negotiation.cli._config import dirichlet_alpha_for
 from negotiation.cli._output import (
     JSON_OPTION, STUDY_OPTION, console, print_json, read_json_arg, scenario_for,
 )
-from negotiation.env import ROLES, Domain, Scenario, Term, load_domains, parse_message, score_ledger
+from negotiation.env import ROLES, Scenario, Term, load_domains, parse_message, score_ledger
 from negotiation.errors import ConfigError
 
 SEED_ARG = typer.Argument(..., min=0, help="Scenario seed (non-negative integer).")
@@ -59,7 +59,8 @@ def _wants(term: Term, scenario: Scenario, role: str) -> str:
     return str(scenario.prefs(role).preferred[term.name])
 
 
-def _scenario_table(domain: Domain, scenario: Scenario) -> Table:
+def _scenario_table(scenario: Scenario) -> Table:
+    domain = scenario.domain
     table = Table("term", "kind", "range / levels", "seller w", "seller wants", "buyer w", "buyer wants",
                   title=f"{domain.title}: {domain.name}, seed {scenario.seed}")
     for t in domain.terms:
@@ -73,11 +74,11 @@ def _scenario_table(domain: Domain, scenario: Scenario) -> Table:
 def scenario_command(domain: str = DOMAIN_ARG, seed: int = SEED_ARG, as_json: bool = JSON_OPTION,
                      study: str = STUDY_OPTION) -> None:
     """Show a scenario: the domain's terms and both parties' weights and preferred levels."""
-    dom, scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
+    scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
     if as_json:
         print_json(scenario_json(scenario))
         return
-    console().print(_scenario_table(dom, scenario))
+    console().print(_scenario_table(scenario))
 
 
 def score_json(scenario: Scenario, ledger: dict) -> dict:
@@ -101,7 +102,7 @@ def score_command(
     terms = read_json_arg("--ledger", ledger)
     if not isinstance(terms, dict):
         raise ConfigError(f"--ledger: must be a JSON object of term name -> value, got {type(terms).__name__}")
-    _, scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
+    scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
     payload = score_json(scenario, terms)
     if as_json:
         print_json(payload)

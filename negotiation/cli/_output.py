@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from negotiation.env import Domain, load_domain, make_scenario
+from negotiation.env import Scenario, load_domain, make_scenario
 from negotiation.errors import ConfigError
 
 __all__ = ["JSON_OPTION", "STUDY_OPTION", "console", "jsonable", "print_json", "read_json_arg", "scenario_for"]
@@ -58,7 +58,6 @@ def read_json_arg(option: str, text: str) -> Any:
         raise ConfigError(f"{option}: invalid JSON at column {exc.colno}: {exc.msg} (got {shown!r})") from None
 
 
-def scenario_for(domain_name: str, seed: int, alpha: float):
-    """``(domain, scenario)``; an unknown domain raises ``ConfigError`` listing the known ones."""
-    domain: Domain = load_domain(domain_name)
-    return domain, make_scenario(domain, seed, alpha)
+def scenario_for(domain_name: str, seed: int, alpha: float) -> Scenario:
+    """The scenario of ``(domain, seed)``; an unknown domain raises ``ConfigError`` naming the known ones."""
+    return make_scenario(load_domain(domain_name), seed, alpha)

@@ -76,7 +76,7 @@ def play_command(
 ) -> None:
     """Play one episode and print the transcript, or with --json the episode record."""
     config = env_config_for(study, phase)
-    _, scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
+    scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
     seller_agent, buyer_agent = make_agent(seller, "seller"), make_agent(buyer, "buyer")
     episode = run_episode(scenario, seller_agent, buyer_agent, config)
     record = episode_json(episode, study)
