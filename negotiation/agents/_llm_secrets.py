@@ -1,0 +1,69 @@
+"""Keeping credentials out of everything the harness writes.
+
+API keys come only from the environment. Providers and proxies sometimes echo them back in
+error messages, so every string the harness stores (error messages, transcripts, sampling
+records) passes through ``redact``: it replaces the value of every secret-looking environment
+variable, bearer tokens and ``sk-``-style keys by a marker naming only the variable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Iterable
+
+_SECRET_NAME = re.compile(r"(API_?KEY|_KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$|API_?KEY", re.IGNORECASE)
+_BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE)
+_KEY_LIKE = re.compile(r"\b(sk|rk|pk|key)-[A-Za-z0-9_-]{12,}\b")
+_MIN_SECRET_LEN = 6  # shorter values ("1", "true") would redact ordinary words
+_extra_names: set[str] = set()
+
+
+def register_secret_env(name: str) -> None:
+    """Treat the environment variable ``name`` as a secret even if its name does not look like one."""
+    _extra_names.add(name)
+
+
+def secret_values(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """``value -> variable name`` for every secret-looking variable of the environment."""
+    env = os.environ if environ is None else environ
+    found: dict[str, str] = {}
+    for name, value in env.items():
+        if (name in _extra_names or _SECRET_NAME.search(name)) and len(value) >= _MIN_SECRET_LEN:
+            found[value] = name
+    return found
+
+
+def redact(text: str, environ: dict[str, str] | None = None) -> str:
+    """``text`` with every secret value, bearer token and key-like string replaced."""
+    if not text:
+        return text
+    # Longest first, so a secret that contains another is replaced whole.
+    for value, name in sorted(secret_values(environ).items(), key=lambda kv: -len(kv[0])):
+        if value in text:
+            text = text.replace(value, f"[redacted:{name}]")
+    text = _BEARER.sub(r"\1[redacted]", text)
+    return _KEY_LIKE.sub("[redacted-key]", text)
+
+
+def redact_obj(value: Any, environ: dict[str, str] | None = None) -> Any:
+    """``redact`` applied to every string inside nested dicts, lists and tuples."""
+    if isinstance(value, str):
+        return redact(value, environ)
+    if isinstance(value, dict):
+        return {k: redact_obj(v, environ) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_obj(v, environ) for v in value)
+    return value
+
+
+def forbid_inline_secrets(spec_text: str, options: Iterable[str]) -> None:
+    """Refuse specs that carry a credential instead of naming its environment variable."""
+    from negotiation.errors import ConfigError
+
+    for key in options:
+        if _SECRET_NAME.search(key) and not key.endswith("_env"):
+            raise ConfigError(
+                f"agent spec {redact(spec_text)!r}:{key}: secrets come from the environment only; "
+                f"use {key}_env=<VARIABLE NAME> instead"
+            )

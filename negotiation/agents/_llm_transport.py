@@ -1,0 +1,221 @@
+"""How a chat request reaches a model: direct OpenAI-compatible HTTP, or litellm.
+
+``HttpTransport`` posts to ``<api_base>/chat/completions`` with httpx. It serves vLLM servers
+and the stand-in: litellm adds nothing there but per-call overhead (about 0.6x the raw
+client's throughput on the harness benchmark). ``LitellmTransport`` serves every other
+provider (Anthropic, OpenAI, Gemini, ...) through ``litellm.acompletion``, imported lazily.
+
+Both turn every failure into a ``CallFailure`` that says whether it is transient (429, 5xx,
+timeouts, dropped connections, malformed bodies: retried) or permanent (bad request, auth,
+unknown model: an error row), with the ``Retry-After`` a 429 carried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from negotiation.agents._llm_secrets import redact
+
+_STATUS_CLASS = {400: "BadRequestError", 401: "AuthenticationError", 403: "PermissionDeniedError",
+                 404: "NotFoundError", 408: "Timeout", 409: "ConflictError", 422: "UnprocessableEntityError",
+                 429: "RateLimitError", 500: "InternalServerError", 502: "BadGatewayError",
+                 503: "ServiceUnavailableError", 504: "Timeout"}
+_TRANSIENT_STATUS = {408, 409, 429}
+_LITELLM_TRANSIENT = ("RateLimitError", "Timeout", "APIConnectionError", "InternalServerError",
+                      "ServiceUnavailableError", "BadGatewayError", "APIResponseValidationError")
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One model reply and its token counts."""
+
+    text: str
+    tokens_in: int
+    tokens_out: int
+
+
+class CallFailure(Exception):
+    """A failed request: class name, message (redacted), transient or not, ``Retry-After``."""
+
+    def __init__(self, error_class: str, message: str, *, transient: bool, retry_after: float | None = None,
+                 status: int | None = None, param: str | None = None):
+        super().__init__(f"{error_class}: {message}")
+        self.error_class = error_class
+        self.message = redact(message)
+        self.transient = transient
+        self.retry_after = retry_after
+        self.status = status
+        self.param = param
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return None if parsed is None else max(0.0, parsed.timestamp() - time.time())
+
+
+def failure_from_status(status: int, body: str, headers: Any) -> CallFailure:
+    """Classify an HTTP error response."""
+    message, param = body[:500], None
+    try:
+        err = json.loads(body).get("error", {})
+        if isinstance(err, dict):
+            message = str(err.get("message") or message)
+            param = err.get("param")
+    except (ValueError, AttributeError):
+        pass
+    error_class = _STATUS_CLASS.get(status, "InternalServerError" if status >= 500 else "APIError")
+    if status == 400 and "context" in message.lower() and "length" in message.lower():
+        error_class = "ContextWindowExceededError"
+    transient = status >= 500 or status in _TRANSIENT_STATUS
+    return CallFailure(error_class, f"HTTP {status}: {message}", transient=transient,
+                       retry_after=parse_retry_after(headers), status=status, param=param)
+
+
+def parse_completion(payload: Any) -> Completion:
+    """Text and usage of a chat-completion body; ``MalformedResponse`` when it is not one."""
+    try:
+        choice = payload["choices"][0]
+        text = choice["message"].get("content") or ""
+        usage = payload.get("usage") or {}
+        return Completion(str(text), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        raise CallFailure("MalformedResponse", f"not a chat completion ({type(exc).__name__}: {exc})",
+                          transient=True) from exc
+
+
+# One pooled client per (event loop, endpoint, credential variable): agents that talk to the same
+# endpoint (a self-play cell's seller and buyer) share connections instead of doubling the pool,
+# which httpx scans on every request.
+_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str | None], httpx.AsyncClient]] = \
+    weakref.WeakKeyDictionary()
+
+
+class HttpTransport:
+    """Direct OpenAI-compatible chat completions over httpx."""
+
+    name = "http"
+
+    def __init__(self, api_base: str, model: str, *, api_key_env: str | None, timeout_s: float,
+                 max_connections: int):
+        self.api_base = api_base.rstrip("/")
+        self.url = self.api_base + "/chat/completions"
+        self.model = model
+        self.api_key_env = api_key_env
+        self.timeout_s = timeout_s
+        self.max_connections = max_connections
+
+    def _client(self) -> httpx.AsyncClient:
+        per_loop = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
+        key = (self.api_base, self.api_key_env)
+        client = per_loop.get(key)
+        if client is None or client.is_closed:
+            headers = {}
+            if self.api_key_env:
+                # Read at call time from the environment only; never stored on disk or in specs.
+                headers["Authorization"] = f"Bearer {os.environ.get(self.api_key_env, '')}"
+            limits = httpx.Limits(max_connections=self.max_connections, max_keepalive_connections=self.max_connections)
+            client = httpx.AsyncClient(headers=headers, limits=limits, timeout=httpx.Timeout(self.timeout_s))
+            per_loop[key] = client
+        return client
+
+    async def complete(self, messages: list[dict[str, str]], params: dict[str, Any],
+                       extra_body: dict[str, Any]) -> Completion:
+        body = {"model": self.model, "messages": messages, **params, **extra_body}
+        try:
+            response = await self._client().post(self.url, json=body)
+        except httpx.TimeoutException as exc:
+            raise CallFailure("Timeout", f"no reply within {self.timeout_s} s ({type(exc).__name__})",
+                              transient=True) from exc
+        except httpx.TransportError as exc:
+            raise CallFailure("APIConnectionError", f"{type(exc).__name__}: {exc}", transient=True) from exc
+        if response.status_code != 200:
+            raise failure_from_status(response.status_code, response.text, response.headers)
+        try:
+            payload = response.json()
+        except ValueError as exc:
+            raise CallFailure("MalformedResponse", f"body is not JSON ({exc})", transient=True) from exc
+        return parse_completion(payload)
+
+    async def aclose(self) -> None:
+        client = _CLIENTS.get(asyncio.get_running_loop(), {}).pop((self.api_base, self.api_key_env), None)
+        if client is not None:
+            await client.aclose()
+
+
+def _litellm() -> Any:
+    import litellm  # lazy: importing litellm takes seconds and is an optional extra
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+class LitellmTransport:
+    """Any provider through ``litellm.acompletion``; litellm's own retries are off (ours count)."""
+
+    name = "litellm"
+
+    def __init__(self, model: str, *, api_base: str | None, api_key_env: str | None, timeout_s: float):
+        self.model = model
+        self.api_base = api_base
+        self.api_key_env = api_key_env
+        self.timeout_s = timeout_s
+
+    def supported_params(self) -> frozenset[str] | None:
+        lib = _litellm()
+        _, provider, _, _ = lib.get_llm_provider(self.model)
+        found = lib.get_supported_openai_params(model=self.model, custom_llm_provider=provider)
+        return frozenset(found) if found else None
+
+    async def complete(self, messages: list[dict[str, str]], params: dict[str, Any],
+                       extra_body: dict[str, Any]) -> Completion:
+        lib = _litellm()
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "timeout": self.timeout_s,
+                                  "num_retries": 0, "max_retries": 0, **params}
+        if extra_body:
+            kwargs["extra_body"] = extra_body
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key_env:
+            kwargs["api_key"] = os.environ.get(self.api_key_env, "")
+        try:
+            response = await lib.acompletion(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - filtered: only provider errors become failures
+            if not type(exc).__module__.split(".")[0] in ("litellm", "openai", "httpx", "aiohttp"):
+                raise
+            raise _failure_from_litellm(exc) from exc
+        return parse_completion(response.model_dump() if hasattr(response, "model_dump") else response)
+
+
+def _failure_from_litellm(exc: BaseException) -> CallFailure:
+    name = type(exc).__name__
+    status = getattr(exc, "status_code", None)
+    response = getattr(exc, "response", None)
+    headers = getattr(exc, "litellm_response_headers", None) or getattr(response, "headers", None)
+    transient = name in _LITELLM_TRANSIENT or (isinstance(status, int) and status >= 500)
+    message = str(getattr(exc, "message", None) or exc)
+    return CallFailure(name, message, transient=transient, retry_after=parse_retry_after(headers),
+                       status=status if isinstance(status, int) else None, param=None)

@@ -1,0 +1,204 @@
+"""``vllm:<checkpoint>``: the harness serves a checkpoint with ``vllm serve`` for one cell.
+
+The server arguments come from the protocol (``ServeSettings.from_protocol``: tensor-parallel
+degree = the size's evaluation accelerators, context = the recipe's context tokens, memory
+fraction = the size's generation memory fraction, thinking off) and may be overridden by spec
+options (``tp``, ``max_model_len``, ``gpu_memory_utilization``). The model's own chat template
+is used (no ``--chat-template``), and ``--generation-config vllm`` keeps the checkpoint's
+generation defaults from silently filling in parameters the harness did not send.
+
+Lifecycle: ``start`` launches the process in its own session, polls ``/health`` until it
+answers (failing fast with the log tail if the process exits), ``stop`` terminates it and kills
+it after a grace period. With ``api_base=...`` the agent uses a running endpoint instead. vLLM
+itself is never imported: only its executable is run (``executable=`` or
+``NEGOTIATION_VLLM_EXECUTABLE`` point elsewhere, e.g. at a fake in tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from negotiation.agents._spec import AgentSpec
+from negotiation.env import Role
+from negotiation.errors import ConfigError, NegotiationError
+
+EXECUTABLE_ENV = "NEGOTIATION_VLLM_EXECUTABLE"
+
+
+class ServeError(NegotiationError):
+    """The vLLM server did not come up (or died)."""
+
+
+class ServeSettings(BaseModel):
+    """Arguments of ``vllm serve`` that the protocol fixes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    version: int = 1
+    """Settings format version."""
+    tensor_parallel_size: int = Field(gt=0)
+    """Accelerators the checkpoint is sharded over."""
+    max_model_len: int = Field(gt=0)
+    """Context length (the recipe's 16k)."""
+    gpu_memory_utilization: float = Field(gt=0, le=1)
+    """Fraction of accelerator memory vLLM may take."""
+    thinking: bool | None = False
+    """Default chat-template ``enable_thinking`` (``None``: the template's own default)."""
+    seed: int = 0
+    """Server seed (requests carry their own per-turn seeds)."""
+    extra_args: tuple[str, ...] = ()
+    """Further arguments, appended verbatim (logged with the run)."""
+
+    @classmethod
+    def from_protocol(cls, protocol: Any, size: str) -> ServeSettings:
+        """From a loaded protocol and a size key (an LLM size with serving fields)."""
+        entry = protocol.sizes.get(size)
+        if entry is None or not hasattr(entry, "eval_accelerators"):
+            raise ConfigError(f"protocol {protocol.study}:sizes.{size}: not a served LLM size")
+        if protocol.training.sequences is None:
+            raise ConfigError(f"protocol {protocol.study}:training.sequences: needed for the context length")
+        return cls(tensor_parallel_size=entry.eval_accelerators,
+                   max_model_len=protocol.training.sequences.context_tokens,
+                   gpu_memory_utilization=entry.generation_memory_fraction,
+                   thinking=protocol.sampling.self_served_seller.thinking)
+
+
+def serve_args(executable: str, checkpoint: str, settings: ServeSettings, *, host: str, port: int,
+               served_model_name: str) -> list[str]:
+    """The ``vllm serve`` command line."""
+    args = [executable, "serve", checkpoint, "--host", host, "--port", str(port),
+            "--served-model-name", served_model_name,
+            "--tensor-parallel-size", str(settings.tensor_parallel_size),
+            "--max-model-len", str(settings.max_model_len),
+            "--gpu-memory-utilization", f"{settings.gpu_memory_utilization:g}",
+            "--generation-config", "vllm", "--seed", str(settings.seed)]
+    if settings.thinking is not None:
+        args += ["--default-chat-template-kwargs", json.dumps({"enable_thinking": settings.thinking})]
+    return args + list(settings.extra_args)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class VllmServer:
+    """One ``vllm serve`` process: start, wait for health, stop."""
+
+    def __init__(self, args: list[str], *, host: str, port: int, startup_timeout_s: float = 900.0,
+                 log_path: Path | None = None, poll_s: float = 1.0):
+        self.args, self.host, self.port = args, host, port
+        self.startup_timeout_s, self.poll_s = startup_timeout_s, poll_s
+        self.log_path = log_path or Path(tempfile.mkdtemp(prefix="vllm-")) / "vllm.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def api_base(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def _log_tail(self, n: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+    async def start(self) -> None:
+        """Launch and wait until ``/health`` answers 200."""
+        if self.process is not None:
+            return
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + self.startup_timeout_s
+        async with httpx.AsyncClient(timeout=5.0) as client:
+            while True:
+                code = self.process.poll()
+                if code is not None:
+                    self.process = None
+                    raise ServeError(f"vllm serve exited with code {code} before it was healthy; "
+                                     f"log {self.log_path}:\n{self._log_tail()}")
+                try:
+                    if (await client.get(f"http://{self.host}:{self.port}/health")).status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass  # not listening yet
+                if time.monotonic() > deadline:
+                    await self.stop()
+                    raise ServeError(f"vllm serve not healthy after {self.startup_timeout_s} s; log {self.log_path}")
+                await asyncio.sleep(self.poll_s)
+
+    async def stop(self, grace_s: float = 30.0) -> int | None:
+        """Terminate, then kill after ``grace_s``; returns the exit code."""
+        proc, self.process = self.process, None
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.terminate()
+            deadline = time.monotonic() + grace_s
+            while proc.poll() is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            if proc.poll() is None:
+                proc.kill()
+        return proc.wait()
+
+
+def _executable(spec: AgentSpec) -> str:
+    name = spec.option("executable", None) or os.environ.get(EXECUTABLE_ENV) or "vllm"
+    found = shutil.which(name)
+    if found is None:
+        raise ConfigError(f"agent spec {spec.text!r}:executable: {name!r} not found; install vLLM "
+                          "(`pip install -e .[serve]`) or give api_base=<running endpoint>")
+    return found
+
+
+def resolve_serve(spec: AgentSpec, serve: ServeSettings | None) -> ServeSettings:
+    """The caller's serve settings, or the protocol's for ``study``/``size``, with spec overrides."""
+    if serve is None:
+        size = spec.option("size", None)
+        if size is not None:
+            from negotiation.protocol import load_study
+
+            serve = ServeSettings.from_protocol(load_study(spec.option("study", "paper")).protocol, size)
+    overrides = {k: spec.option(o, None, c) for k, o, c in (
+        ("tensor_parallel_size", "tp", int), ("max_model_len", "max_model_len", int),
+        ("gpu_memory_utilization", "gpu_memory_utilization", float)) if o in spec.options}
+    if serve is None:
+        missing = [o for o in ("tp", "max_model_len", "gpu_memory_utilization")
+                   if {"tp": "tensor_parallel_size"}.get(o, o) not in overrides]
+        if missing:
+            raise ConfigError(f"agent spec {spec.text!r}:size: give size=<protocol size> (and study=) or "
+                              f"the serve options {missing}")
+        return ServeSettings(**overrides)
+    return serve.model_copy(update=overrides) if overrides else serve
+
+
+def attach_vllm_server(spec: AgentSpec, role: Role, settings: Any, serve: ServeSettings | None) -> Any:
+    """An ``LLMAgent`` talking to a vLLM server it owns (or to ``api_base``)."""
+    from negotiation.agents._llm import build_llm_agent
+
+    name = spec.option("served_model_name", Path(spec.target.rstrip("/")).name or "seller")
+    api_base = spec.option("api_base", None)
+    if api_base is not None:
+        return build_llm_agent(spec, role, settings, model=f"hosted_vllm/{name}", api_base=api_base)
+    host = spec.option("host", "127.0.0.1")
+    port = spec.option("port", None, int) or free_port(host)
+    args = serve_args(_executable(spec), spec.target, resolve_serve(spec, serve), host=host, port=port,
+                      served_model_name=name)
+    server = VllmServer(args, host=host, port=port,
+                        startup_timeout_s=spec.option("startup_timeout", 900.0, float))
+    agent = build_llm_agent(spec, role, settings, model=f"hosted_vllm/{name}", api_base=server.api_base)
+    agent.server = server
+    return agent
