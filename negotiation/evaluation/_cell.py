@@ -1,0 +1,196 @@
+"""The cell runner: one seller arm against its buyers over a scenario set, concurrently.
+
+Episodes run as asyncio tasks, at most ``concurrency`` at a time (and at most an endpoint's own
+bound per endpoint, inside the LLM agents). Each finished episode is written to the results
+store at once, so a crash loses only the episodes in flight and a rerun resumes.
+
+An agent call that fails for good (a permanent error, or retries exhausted) ends its episode as
+ONE error row: ``outcome = "error"``, the error's class and message, NaN scores, the tokens,
+cost and retries spent so far, and no turn rows. The failed call is never applied as a move.
+Any other exception is a bug and stops the cell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from negotiation.agents._llm_retry import AgentCallError
+from negotiation.env import RECORD_VERSION, EnvConfig, Negotiation, arespond, episode_row, load_domain, make_scenario
+from negotiation.env import turn_rows
+from negotiation.evaluation._store import Key, ResultsStore
+
+
+class CellSpec(BaseModel):
+    """An evaluation cell: seller arm x buyers x domains x seeds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    version: Literal[1] = 1
+    """Cell format version."""
+    study: str
+    """Study name (recorded in every row)."""
+    arm: str
+    """Arm name: the ``arm`` key column."""
+    seller: str
+    """Seller agent spec."""
+    buyers: dict[str, str] = Field(min_length=1)
+    """Buyer label (the ``buyer`` key column) -> agent spec."""
+    domains: tuple[str, ...] = Field(min_length=1)
+    """Domains, by name."""
+    seeds: tuple[int, ...] = Field(min_length=1)
+    """Scenario seeds, each played on every domain against every buyer."""
+    dirichlet_alpha: float = Field(gt=0)
+    """Concentration of the importance prior (protocol ``environment``)."""
+
+    def keys(self, buyers: list[str] | None = None) -> list[Key]:
+        """Keys in run order: seed-major, so a partial run covers every domain and buyer evenly."""
+        labels = sorted(self.buyers) if buyers is None else buyers
+        return [(self.arm, d, s, b) for s in self.seeds for d in self.domains for b in labels]
+
+
+@dataclass
+class CellProgress:
+    """Running totals for progress bars and the final summary."""
+
+    total: int = 0
+    done: int = 0
+    skipped: int = 0
+    errors: int = 0
+    retries: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    error_classes: dict[str, int] = field(default_factory=dict)
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.done += 1
+        self.retries += int(row.get("retries") or 0)
+        self.tokens += sum(int(row.get(c) or 0) for c in
+                           ("tokens_in_seller", "tokens_out_seller", "tokens_in_buyer", "tokens_out_buyer"))
+        cost = row.get("cost")
+        self.cost += 0.0 if cost is None or (isinstance(cost, float) and math.isnan(cost)) else float(cost)
+        if row.get("outcome") == "error":
+            self.errors += 1
+            self.error_classes[row["error_class"]] = self.error_classes.get(row["error_class"], 0) + 1
+
+
+def _prompt_hash(*agents: Any) -> str:
+    """Hashes of the prompt templates the episode's prompted agents use ('' for scripted-only)."""
+    return "|".join(sorted({h for a in agents if (h := getattr(a, "prompt_hash", None))}))
+
+
+def _spent(game: Negotiation, role: str, attr: str) -> int:
+    return sum(getattr(t.reply, attr) for t in game.turns if t.role == role)
+
+
+def error_row(game: Negotiation, key: Key, extra: dict[str, Any], err: AgentCallError,
+              seller: Any, buyer: Any) -> dict[str, Any]:
+    """The single row recording an episode whose agent call failed for good."""
+    arm, domain, seed, label = key
+    nan = math.nan
+    return {
+        "arm": arm, "study": extra.get("study", ""), "buyer": label, **extra,
+        "domain": domain, "seed": seed, "sample_seed": game.sample_seed, "seller": seller.spec,
+        "buyer_spec": buyer.spec, "phase": game.config.phase, "outcome": "error", "deal": False, "S": nan,
+        "seller_u": nan, "buyer_u": nan, "reward": nan, "n_turns": len(game.turns),
+        "tokens_in_seller": _spent(game, "seller", "tokens_in"), "tokens_out_seller": _spent(game, "seller", "tokens_out"),
+        "tokens_in_buyer": _spent(game, "buyer", "tokens_in"), "tokens_out_buyer": _spent(game, "buyer", "tokens_out"),
+        "cost": sum(t.reply.cost or 0.0 for t in game.turns),
+        "retries": sum(t.reply.retries for t in game.turns) + err.retries,
+        "latency_s": sum(t.reply.latency_s for t in game.turns), "cost_known": _cost_known(game, (seller, buyer)),
+        "error_class": err.error_class, "error_message": f"{err.role} call at turn {len(game.turns) + 1}: {err.message}",
+        "record_version": RECORD_VERSION,
+    }
+
+
+def _cost_known(game: Negotiation, agents: tuple[Any, Any]) -> bool:
+    """Whether every turn of a priced (LLM) agent reported a cost."""
+    priced = {a.spec for a in agents if hasattr(a, "price")}
+    return all(t.reply.cost is not None for t in game.turns
+               if (agents[0].spec if t.role == "seller" else agents[1].spec) in priced)
+
+
+async def play_episode(key: Key, attempt: int, cell: CellSpec, seller: Any, buyer: Any, env: EnvConfig
+                       ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Play one episode to the end; ``(episode row, turn rows)`` or an error row and no turns."""
+    _, domain, seed, label = key
+    scenario = make_scenario(load_domain(domain), seed, cell.dirichlet_alpha)
+    game = Negotiation(scenario, env)
+    extra = {"arm": cell.arm, "study": cell.study, "buyer": label, "attempt": attempt,
+             "prompt_hash": _prompt_hash(seller, buyer)}
+    agents = {"seller": seller, "buyer": buyer}
+    try:
+        while not game.done:
+            game.apply(await arespond(agents[game.next_role], game.view()))
+    except AgentCallError as err:
+        return error_row(game, key, extra, err, seller, buyer), []
+    episode = game.record(seller.spec, buyer.spec)
+    extra["cost_known"] = _cost_known(game, (seller, buyer))
+    return episode_row(episode, extra), turn_rows(episode, extra)
+
+
+AgentFactory = Callable[[str, str], Any]
+
+
+async def _start(agents: list[Any]) -> None:
+    for agent in agents:
+        if hasattr(agent, "astart"):
+            await agent.astart()
+
+
+async def _close(agents: list[Any]) -> None:
+    for agent in agents:
+        if hasattr(agent, "aclose"):
+            await agent.aclose()
+
+
+async def run_cell(cell: CellSpec, store: ResultsStore, env: EnvConfig, make_agent: AgentFactory, *,
+                   concurrency: int = 16, retry_errors: bool = False, buyers: list[str] | None = None,
+                   on_progress: Callable[[CellProgress], None] | None = None) -> CellProgress:
+    """Run (or resume) a cell into ``store``; returns the progress totals of this invocation.
+
+    Args:
+        cell: what to play.
+        store: where finished episodes go (read first, to skip what is done).
+        env: the protocol's environment constants for the evaluation phase.
+        make_agent: ``(spec, role) -> agent`` (LLM agents get the protocol's settings there).
+        concurrency: episodes in flight.
+        retry_errors: rerun keys whose latest attempt is an error row.
+        buyers: labels to run (default: all of the cell's; a failed pilot gate removes some).
+        on_progress: called after every stored episode.
+    """
+    todo, counts = store.plan(cell.keys(buyers), retry_errors=retry_errors)
+    progress = CellProgress(total=len(todo), skipped=counts["done"] + counts["errors_kept"])
+    if not todo:
+        return progress
+    labels = sorted({k[3] for k, _ in todo})
+    seller = make_agent(cell.seller, "seller")
+    buyer_agents = {label: make_agent(cell.buyers[label], "buyer") for label in labels}
+    agents = [seller, *buyer_agents.values()]
+    queue: asyncio.Queue[tuple[Key, int]] = asyncio.Queue()
+    for item in todo:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        while not queue.empty():
+            key, attempt = queue.get_nowait()
+            row, turns = await play_episode(key, attempt, cell, seller, buyer_agents[key[3]], env)
+            await asyncio.to_thread(store.write, key, attempt, row, turns)
+            progress.add(row)
+            if on_progress is not None:
+                on_progress(progress)
+
+    await _start(agents)
+    try:
+        # A TaskGroup cancels the other workers when one fails (a bug), so none outlives the agents.
+        async with asyncio.TaskGroup() as group:
+            for _ in range(max(1, min(concurrency, len(todo)))):
+                group.create_task(worker())
+    except ExceptionGroup as group_error:
+        raise group_error.exceptions[0] from group_error
+    finally:
+        await _close(agents)
+    return progress

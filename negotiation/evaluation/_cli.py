@@ -1,0 +1,130 @@
+"""CLI commands: ``nego evaluate`` (ad hoc cells outside DVC) and ``nego serve-standin``.
+
+Mount with ``app.command("evaluate")(evaluate)`` and ``app.command("serve-standin")(serve_standin)``.
+``evaluate`` exits 0 when the cell finished with no error rows and no blocked pilot gate, 1 when
+error rows remain or a gate stopped a buyer, and 2 on bad input (one ``file:key: reason`` line).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from negotiation.agents._llm_retry import RetryPolicy
+from negotiation.errors import NegotiationError
+from negotiation.evaluation._cell import CellProgress
+from negotiation.evaluation._run import EvaluationResult, RunOptions, evaluate_cell
+from negotiation.evaluation._setup import build_cell, parse_buyers, parse_seeds
+from negotiation.evaluation._standin import FAULT_KINDS, Faults, StandinConfig, StandinServer
+
+_console = Console(stderr=True)
+
+
+def _load_protocol(study: str) -> object:
+    from negotiation.protocol import load_study
+
+    return load_study(study).protocol
+
+
+def _stats(p: CellProgress) -> str:
+    return f"errors {p.errors}  retries {p.retries}  tokens {p.tokens:,}  ${p.cost:.4f}"
+
+
+def _report(result: EvaluationResult) -> None:
+    for label, gate in sorted(result.pilot.items()):
+        _console.print(f"pilot {label}: {gate.decision} ({gate.bad_parses} bad parses in {gate.turns_counted} "
+                       f"{gate.counted_turns} turns, limit {gate.max_bad_parses}, {gate.error_rows} error rows)")
+    for arm, totals in sorted(result.accounting.items()):
+        usd = totals["usd_per_episode"]
+        _console.print(f"{arm}: {totals['episodes']} episodes, {totals['error_rows']} error rows, "
+                       f"mean S {totals['mean_S'] if totals['mean_S'] is not None else 'n/a'}, "
+                       f"retries {totals['retries']}, $/episode {'unknown' if usd is None else f'{usd:.4f}'}")
+    _console.print(f"results: {result.out / 'episodes.parquet'}")
+
+
+def evaluate(
+    seller: str = typer.Option(..., "--seller", help="Seller spec, e.g. litellm:openai/m?api_base=http://127.0.0.1:8000/v1"),
+    buyer: Optional[list[str]] = typer.Option(None, "--buyer", help="Buyer spec or label=spec; repeatable "
+                                              "(default: the study's evaluation buyers)"),
+    domains: Optional[str] = typer.Option(None, "--domains", help="Comma-separated domains (default: all nine)"),
+    seeds: Optional[str] = typer.Option(None, "--seeds", help="A:B = seeds A..B-1 (default: the evaluation block)"),
+    concurrency: int = typer.Option(16, "--concurrency", min=1, help="Episodes in flight"),
+    out: Path = typer.Option(..., "--out", help="Results folder (Parquet, shards, accounting)"),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="Rerun episodes stored as error rows"),
+    study: str = typer.Option("demo", "--study", help="Study whose protocol supplies environment and sampling"),
+    arm: Optional[str] = typer.Option(None, "--arm", help="Arm name for the key column (default: the seller spec)"),
+    pilot: bool = typer.Option(True, "--pilot/--no-pilot", help="Run the pilot gate first"),
+    deviation: Optional[int] = typer.Option(None, "--deviation", help="Deviation id covering a failed pilot gate"),
+    max_attempts: int = typer.Option(8, "--max-attempts", min=1, help="Attempts per LLM call"),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per LLM request"),
+) -> None:
+    """Evaluate a seller against buyers over domains x seeds; resumable, with retries and error rows."""
+    try:
+        protocol = _load_protocol(study)
+        cell = build_cell(protocol, arm=arm or seller, seller=seller,
+                          buyers=parse_buyers(buyer) if buyer else None,
+                          domains=tuple(d.strip() for d in domains.split(",") if d.strip()) if domains else None,
+                          seeds=parse_seeds(seeds) if seeds else None)
+        options = RunOptions(concurrency=concurrency, retry_errors=retry_errors, pilot=pilot, deviation=deviation,
+                             retry=RetryPolicy(max_attempts=max_attempts, timeout_s=timeout))
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TextColumn("{task.fields[stats]}"), console=_console, transient=False) as bar:
+            task = bar.add_task(f"evaluate {cell.arm}", total=None, stats="")
+
+            def on_progress(phase: str, p: CellProgress) -> None:
+                bar.update(task, total=p.total, completed=p.done, stats=_stats(p))
+
+            result = asyncio.run(evaluate_cell(cell, out, protocol, options=options, on_progress=on_progress))
+    except NegotiationError as exc:
+        _console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from None
+    _report(result)
+    if result.blocked:
+        _console.print(f"pilot gate stopped: {', '.join(result.blocked)} (log a deviation and pass --deviation)")
+    if result.error_rows:
+        _console.print(f"{result.error_rows} error rows remain: rerun with --retry-errors")
+    raise typer.Exit(0 if result.ok else 1)
+
+
+def serve_standin(
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port (0 picks a free one)"),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    study: str = typer.Option("demo", "--study", help="Study whose turn cap the scripted agents assume"),
+    error_rate: float = typer.Option(0.0, "--error-rate", min=0.0, max=1.0, help="Fraction with a transient fault"),
+    kinds: str = typer.Option(",".join(FAULT_KINDS), "--kinds", help="Transient fault kinds, comma-separated"),
+    retry_after: float = typer.Option(0.0, "--retry-after", min=0.0, help="Retry-After seconds on a 429"),
+    hang: float = typer.Option(30.0, "--hang", min=0.0, help="Seconds a 'timeout' fault stalls"),
+    latency: float = typer.Option(0.0, "--latency", min=0.0, help="Seconds before each reply"),
+    bad_request_rate: float = typer.Option(0.0, "--bad-request-rate", min=0.0, max=1.0,
+                                           help="Fraction answered with a permanent 400"),
+    reject_params: str = typer.Option("", "--reject-params", help="Parameters refused with a 400, comma-separated"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the fault draws"),
+) -> None:
+    """Serve scripted personas (model = boulware, conceder, linear, titfortat, fixed) over OpenAI's chat API."""
+    try:
+        protocol = _load_protocol(study)
+        faults = Faults(error_rate=error_rate, kinds=tuple(k for k in kinds.split(",") if k), retry_after_s=retry_after,
+                        hang_s=hang, latency_s=latency, bad_request_rate=bad_request_rate,
+                        reject_params=tuple(p for p in reject_params.split(",") if p), seed=seed)
+        config = StandinConfig(host=host, port=port, max_turns=2 * protocol.environment.max_rounds, faults=faults)
+    except (NegotiationError, ValueError) as exc:
+        _console.print(f"error: {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    server = StandinServer(config)
+
+    async def main() -> None:
+        task = asyncio.create_task(server.serve_forever())
+        while server.port is None and not task.done():
+            await asyncio.sleep(0.01)
+        _console.print(f"stand-in serving on {server.api_base} (Ctrl-C stops)")
+        await task
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,147 @@
+"""The pilot gate: a short pre-run per (arm, buyer) cell, decided by the protocol's rule.
+
+The pilot plays the protocol's pilot seeds on every domain of the cell (paper: one per domain,
+about 54 seller turns) into its own store under ``<out>/pilot`` (resumable like the full run),
+counts bad parses over the counted turns, and writes one ``PilotResult`` JSON per cell for the
+audit. A cell whose pilot has error rows is ``incomplete`` (rerun with ``--retry-errors``); one
+over the limit ``fail``s and is not evaluated, unless a logged deviation is named, which turns
+the decision into ``override`` (paper, Appendix K: the 10x LR Sonnet 5 cell was run that way).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from negotiation.agents._llm_secrets import redact
+from negotiation.env import EnvConfig
+from negotiation.evaluation._cell import AgentFactory, CellSpec, run_cell
+from negotiation.evaluation._store import ResultsStore, _safe
+
+Decision = Literal["pass", "fail", "override", "incomplete"]
+RESULT_VERSION = 1
+
+
+class GateRule(BaseModel):
+    """The protocol's pilot gate, with its seeds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    seeds: tuple[int, ...] = Field(min_length=1)
+    """Pilot seeds (protocol ``seeds.pilot``), played on every domain of the cell."""
+    counted_turns: Literal["seller", "all"]
+    """Whose turns count."""
+    max_bad_parses: int = Field(ge=0)
+    """Bad parses a cell may show and still pass."""
+
+    @classmethod
+    def from_protocol(cls, protocol: Any) -> GateRule:
+        gate = protocol.pilot_gate
+        return cls(seeds=tuple(protocol.seeds.pilot.seeds()), counted_turns=gate.counted_turns,
+                   max_bad_parses=gate.max_bad_parses)
+
+
+class PilotResult(BaseModel):
+    """One cell's pilot outcome, as the audit reads it (``<out>/pilot/gate-<arm>-<buyer>.json``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    version: Literal[1] = RESULT_VERSION
+    """File format version."""
+    study: str
+    """Study name."""
+    arm: str
+    """Arm name."""
+    buyer: str
+    """Buyer label."""
+    seller_spec: str
+    """Seller agent spec."""
+    buyer_spec: str
+    """Buyer agent spec."""
+    domains: tuple[str, ...]
+    """Domains played."""
+    seeds: tuple[int, ...]
+    """Pilot seeds played on each domain."""
+    episodes: int
+    """Pilot episodes stored for the cell."""
+    error_rows: int
+    """Episodes that ended in an error row (the gate cannot decide on them)."""
+    counted_turns: Literal["seller", "all"]
+    """Whose turns count."""
+    turns_counted: int
+    """Turns counted."""
+    bad_parses: int
+    """Counted turns that failed to parse."""
+    max_bad_parses: int
+    """The rule's limit."""
+    passed: bool
+    """Whether the rule holds (no error rows and ``bad_parses <= max_bad_parses``)."""
+    decision: Decision
+    """``pass``, ``fail``, ``override`` (failed, covered by ``deviation``) or ``incomplete``."""
+    deviation: int | None
+    """Id of the logged deviation that covers a failed gate."""
+    prompt_hash: str
+    """Prompt templates the pilot ran with."""
+
+    @property
+    def proceeds(self) -> bool:
+        """Whether the full cell may run."""
+        return self.decision in ("pass", "override")
+
+
+def decide(episodes: pd.DataFrame, rule: GateRule, deviation: int | None) -> dict[str, Any]:
+    """Counts and decision for one cell's pilot episodes (all rows of one arm x buyer)."""
+    ok = episodes[episodes["outcome"] != "error"]
+    errors = int((episodes["outcome"] == "error").sum())
+    if rule.counted_turns == "seller":
+        turns, bad = int(ok["n_seller_turns"].sum()), int(ok["n_bad_seller"].sum())
+    else:
+        turns, bad = int(ok["n_turns"].sum()), int(ok["n_bad_all"].sum())
+    passed = errors == 0 and bad <= rule.max_bad_parses
+    if errors:
+        decision: Decision = "incomplete"
+    elif passed:
+        decision = "pass"
+    else:
+        decision = "override" if deviation is not None else "fail"
+    hashes = sorted({h for h in episodes.get("prompt_hash", pd.Series(dtype=str)).dropna() if h})
+    return {"episodes": len(episodes), "error_rows": errors, "turns_counted": turns, "bad_parses": bad,
+            "passed": passed, "decision": decision, "prompt_hash": "|".join(hashes)}
+
+
+def result_path(root: Path, arm: str, buyer: str) -> Path:
+    return Path(root) / "pilot" / f"gate-{_safe(arm)}-{_safe(buyer)}.json"
+
+
+def _write_result(path: Path, result: PilotResult) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(redact(json.dumps(result.model_dump(), indent=2)) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+async def run_pilot(cell: CellSpec, rule: GateRule, root: Path, env: EnvConfig, make_agent: AgentFactory, *,
+                    concurrency: int, retry_errors: bool, deviation: int | None = None) -> dict[str, PilotResult]:
+    """Run (or resume) every buyer's pilot and record each decision; returns them by buyer label."""
+    pilot_cell = cell.model_copy(update={"seeds": rule.seeds})
+    store = ResultsStore(Path(root) / "pilot")
+    await run_cell(pilot_cell, store, env, make_agent, concurrency=concurrency, retry_errors=retry_errors)
+    episodes, _ = store.frames()
+    results: dict[str, PilotResult] = {}
+    for label, spec in sorted(cell.buyers.items()):
+        mine = episodes if episodes.empty else episodes[
+            (episodes["arm"] == cell.arm) & (episodes["buyer"] == label)
+            & episodes["domain"].isin(cell.domains) & episodes["seed"].isin(rule.seeds)]
+        counts = decide(mine, rule, deviation) if not mine.empty else \
+            {"episodes": 0, "error_rows": 0, "turns_counted": 0, "bad_parses": 0, "passed": False,
+             "decision": "incomplete", "prompt_hash": ""}
+        result = PilotResult(study=cell.study, arm=cell.arm, buyer=label, seller_spec=cell.seller, buyer_spec=spec,
+                             domains=cell.domains, seeds=rule.seeds, counted_turns=rule.counted_turns,
+                             max_bad_parses=rule.max_bad_parses,
+                             deviation=deviation if counts["decision"] == "override" else None, **counts)
+        _write_result(result_path(root, cell.arm, label), result)
+        results[label] = result
+    return results

@@ -1,0 +1,105 @@
+"""What the harness takes from a study's protocol: environment, agents' settings, cells.
+
+Nothing here restates a number: the environment constants, sampling per role, converge turn,
+token cap, serving arguments, domains, seeds and buyers are all read from the loaded
+``negotiation.protocol.Protocol``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from negotiation.agents import make_agent, parse_spec
+from negotiation.agents._llm import (
+    default_sampling_role,
+    make_hf_agent,
+    make_litellm_agent,
+    make_vllm_agent,
+    settings_from_protocol,
+)
+from negotiation.agents._llm_retry import RetryPolicy
+from negotiation.agents._llm_sampling import SamplingRole
+from negotiation.agents._llm_vllm import ServeSettings
+from negotiation.env import EnvConfig
+from negotiation.errors import ConfigError
+from negotiation.evaluation._cell import AgentFactory, CellSpec
+
+_LLM_FACTORIES = {"litellm": make_litellm_agent, "vllm": make_vllm_agent, "hf": make_hf_agent}
+_ARM_SAMPLING: dict[str, SamplingRole] = {"base": "self_served_seller", "trained": "self_served_seller",
+                                           "reference": "reference_seller"}
+
+
+def env_config(protocol: Any, phase: str = "evaluation") -> EnvConfig:
+    """The engine's constants for ``phase`` from the protocol's ``environment`` section."""
+    e = protocol.environment
+    applies = getattr(e.accept_terms_applied, phase)
+    return EnvConfig(max_rounds=e.max_rounds, no_deal_penalty=e.no_deal_penalty, g_fmt=e.g_fmt, g_len=e.g_len,
+                     t_soft=e.t_soft, accept_applies_terms=applies, phase=phase)
+
+
+def arm_sampling_role(arm: Any | None) -> SamplingRole | None:
+    """The seller's sampling setting for an arm of the matrix (``None``: decide by agent kind)."""
+    return None if arm is None else _ARM_SAMPLING[arm.kind]
+
+
+def agent_factory(protocol: Any, *, retry: RetryPolicy, max_concurrency: int,
+                  seller_sampling: SamplingRole | None = None, serve: ServeSettings | None = None) -> AgentFactory:
+    """``(spec, role) -> agent`` with the protocol's settings for LLM kinds."""
+
+    def build(spec_text: str, role: str) -> Any:
+        spec = parse_spec(spec_text)
+        factory = _LLM_FACTORIES.get(spec.kind)
+        if factory is None:
+            return make_agent(spec, role)  # type: ignore[arg-type]
+        sampling_role = seller_sampling if role == "seller" and seller_sampling else \
+            default_sampling_role(spec.kind, role)  # type: ignore[arg-type]
+        settings = settings_from_protocol(protocol, sampling_role, retry=retry, max_concurrency=max_concurrency)
+        if spec.kind == "vllm":
+            factory = partial(make_vllm_agent, serve=serve)
+        return factory(spec, role, settings)  # type: ignore[operator]
+
+    return build
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``A:B`` -> seeds A .. B-1 (a single ``A`` is one seed)."""
+    start, sep, stop = text.partition(":")
+    try:
+        a = int(start)
+        b = int(stop) if sep else a + 1
+    except ValueError:
+        raise ConfigError(f"--seeds:{text}: expected A:B (seeds A to B-1)") from None
+    if a < 0 or b <= a:
+        raise ConfigError(f"--seeds:{text}: need 0 <= A < B")
+    return tuple(range(a, b))
+
+
+def parse_buyers(values: list[str]) -> dict[str, str]:
+    """``label=SPEC`` or ``SPEC`` (then the label is the spec) per ``--buyer``."""
+    buyers: dict[str, str] = {}
+    for value in values:
+        label, sep, spec = value.partition("=")
+        if not sep or ":" in label:
+            label, spec = value, value
+        parse_spec(spec)
+        if label in buyers:
+            raise ConfigError(f"--buyer:{label}: given twice")
+        buyers[label] = spec
+    return buyers
+
+
+def build_cell(protocol: Any, *, arm: str, seller: str, buyers: dict[str, str] | None = None,
+               domains: tuple[str, ...] | None = None, seeds: tuple[int, ...] | None = None) -> CellSpec:
+    """A cell with the protocol's defaults: all evaluated domains, evaluation seeds and buyers."""
+    parse_spec(seller)
+    chosen = buyers or {name: b.spec for name, b in protocol.buyers.evaluation.items()}
+    known = set(protocol.domains.evaluated)
+    names = domains or tuple(protocol.domains.evaluated)
+    unknown = [d for d in names if d not in known]
+    if unknown:
+        raise ConfigError(f"--domains:{','.join(unknown)}: not evaluated by study {protocol.study!r}; "
+                          f"known: {', '.join(sorted(known))}")
+    return CellSpec(study=protocol.study, arm=arm, seller=seller, buyers=chosen, domains=names,
+                    seeds=seeds or tuple(protocol.seeds.evaluation.seeds()),
+                    dirichlet_alpha=protocol.environment.dirichlet_alpha)

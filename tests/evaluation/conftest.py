@@ -1,0 +1,19 @@
+"""Fixtures of the evaluation tests: a stand-in server per test and the demo protocol."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import DEMO, standin
+
+
+@pytest.fixture
+def server():
+    """A fault-free stand-in server on a free port."""
+    with standin() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def demo_protocol():
+    return DEMO
