@@ -131,7 +131,9 @@ def _load_contrasts(path: Path, shown: str) -> tuple[list[Any], list[str]]:
         try:
             results.append(ContrastResult.model_validate(item))
         except ValidationError as exc:
-            problems.extend(format_validation_error(f"{shown}:contrasts.{i}", exc).splitlines())
+            # Re-root each error's key under contrasts.<i> so the line reads file:key: reason.
+            lines = format_validation_error(shown, exc).splitlines()
+            problems.extend(line.replace(f"{shown}:", f"{shown}:contrasts.{i}.", 1) for line in lines)
     return results, problems
 
 
