@@ -7,9 +7,12 @@ module is the one place that decides where they appear. Add new groups here.
 from __future__ import annotations
 
 from negotiation.cli._app import app
+from negotiation.evaluation import evaluate, serve_standin
 from negotiation.protocol import protocol_app
 from negotiation.registry import audit_command, deviation_app
 
 app.add_typer(protocol_app, name="protocol")
 app.command("audit")(audit_command)
 app.add_typer(deviation_app, name="deviation")
+app.command("evaluate")(evaluate)
+app.command("serve-standin")(serve_standin)

@@ -13,7 +13,8 @@ from cli_runner import assert_one_line_error, nego, nego_json
 
 def test_help_lists_every_command():
     out = nego("--help").stdout
-    commands = ("domains", "scenario", "score", "parse", "play", "protocol", "audit", "deviation")
+    commands = ("domains", "scenario", "score", "parse", "play", "protocol", "audit", "deviation",
+                "evaluate", "serve-standin")
     for command in commands:
         assert command in out
         assert nego(command, "--help").exit_code == 0
