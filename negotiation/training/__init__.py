@@ -1,0 +1,27 @@
+"""Training: the demo GRPO trainer on the CPU and its MLflow curves.
+
+The NeMo-RL backend lives in ``negotiation.training.nemo`` and is imported lazily.
+"""
+
+from negotiation.training._checkpoint import (
+    TRAINING_INFO_FILE,
+    TrainingInfo,
+    checkpoint_steps,
+    read_training_info,
+    write_checkpoint,
+)
+from negotiation.training._config import ArmTraining, BuyerShare, GrpoRecipe, TrainConfig, TrainData
+from negotiation.training._data import ScenarioMaker, TrainItem, training_items, validation_items
+from negotiation.training._grpo import clipped_surrogate, k3_kl, loo_advantages, lr_at, masked_mean
+from negotiation.training._rollout import Rollouts, play
+from negotiation.training._tracking import DEFAULT_TRACKING_URI, tracking_uri
+from negotiation.training._trainer import CURVES_FILE, VALIDATION_FILE, TrainSummary, train_arm
+
+__all__ = [
+    "CURVES_FILE", "DEFAULT_TRACKING_URI", "TRAINING_INFO_FILE", "VALIDATION_FILE",
+    "ArmTraining", "BuyerShare", "GrpoRecipe", "Rollouts", "ScenarioMaker", "TrainConfig",
+    "TrainData", "TrainItem", "TrainSummary", "TrainingInfo", "checkpoint_steps",
+    "clipped_surrogate", "k3_kl", "loo_advantages", "lr_at", "masked_mean", "play",
+    "read_training_info", "train_arm", "training_items", "tracking_uri", "validation_items",
+    "write_checkpoint",
+]

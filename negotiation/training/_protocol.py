@@ -1,0 +1,116 @@
+"""From a loaded study (``negotiation.protocol``) to the trainer's typed inputs.
+
+Every number comes from ``protocol/<study>/protocol.yaml``; this module only maps keys and
+refuses recipes the demo trainer does not implement. Two things the protocol does not state
+are fixed here and documented in ``docs/training.md``:
+
+- the validation set: ``VALIDATION_SCENARIOS`` scenarios from the top ``1 / VALIDATION_SHARE``
+  of the training seed block, which training then never draws from;
+- the training seed of a run: the size's ``init_seed`` (the paper trains one seed per arm).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from negotiation.agents._policy import Policy
+from negotiation.agents._policy_net import PolicyArch
+from negotiation.env import EnvConfig
+from negotiation.errors import ConfigError
+from negotiation.training._checkpoint import checkpoint_steps
+from negotiation.training._config import ArmTraining, BuyerShare, GrpoRecipe, TrainConfig, TrainData
+
+VALIDATION_SHARE = 10
+VALIDATION_SCENARIOS = 64
+
+# Recipe keys whose other values this trainer does not implement, with the value it needs.
+_REQUIRED = {"algorithm": "grpo", "normalize_rewards": True, "baseline": "leave_one_out",
+             "schedule": "warmup_cosine", "continuation_schedule": "restart", "loss_level": "token"}
+
+
+def training_env(protocol) -> EnvConfig:
+    """The engine configuration of the training phase (training-phase ACCEPT flag)."""
+    env = protocol.environment
+    return EnvConfig(max_rounds=env.max_rounds, no_deal_penalty=env.no_deal_penalty,
+                     g_fmt=env.g_fmt, g_len=env.g_len, t_soft=env.t_soft,
+                     accept_applies_terms=env.accept_terms_applied.training, phase="training")
+
+
+def _recipe(protocol, where: str) -> GrpoRecipe:
+    t = protocol.training
+    for key, need in _REQUIRED.items():
+        if getattr(t, key) != need:
+            raise ConfigError(f"{where}:training.{key}: the demo trainer implements {need!r}, "
+                              f"got {getattr(t, key)!r}")
+    if t.kl.estimator != "k3" or t.kl.applied_to != "loss":
+        raise ConfigError(f"{where}:training.kl: the demo trainer implements k3 in the loss, got "
+                          f"{t.kl.estimator!r} in the {t.kl.applied_to!r}")
+    return GrpoRecipe(group_size=t.group_size, scenarios_per_step=t.scenarios_per_step,
+                      lr=t.learning_rate, lr_floor=t.lr_floor, warmup_steps=t.warmup_steps,
+                      clip_low=t.clip.low, clip_high=t.clip.high, kl_coef=t.kl.coefficient,
+                      adam_betas=tuple(t.optimizer.betas), weight_decay=t.optimizer.weight_decay,
+                      max_grad_norm=1.0, val_period=t.validation_every,
+                      checkpoint_period=t.checkpoint_every)
+
+
+def _data(protocol) -> TrainData:
+    block = protocol.seeds.training
+    split = block.stop - max(1, block.size // VALIDATION_SHARE)
+    buyers = tuple(BuyerShare(spec=b.spec, weight=b.weight) for b in protocol.buyers.training)
+    return TrainData(domains=tuple(protocol.domains.training), train_seeds=(block.start, split),
+                     validation_seeds=(split, block.stop), validation_scenarios=VALIDATION_SCENARIOS,
+                     buyers=buyers, dirichlet_alpha=protocol.environment.dirichlet_alpha)
+
+
+def training_runs(study) -> list[str]:
+    """Names of the study's training runs, parents before their continuations."""
+    runs = {a.run: a for a in study.arms.values() if a.kind == "trained" and a.run}
+    return sorted(runs, key=lambda r: (runs[r].parent_run is not None, r))
+
+
+def train_config_for(study, run: str, *, parent: Path | None = None,
+                     protocol_hash: str = "") -> TrainConfig:
+    """The ``TrainConfig`` of training run ``run`` of ``study`` (a ``negotiation.protocol.Study``).
+
+    ``parent`` is the ``step_N/`` folder a continuation starts from (the parent run's final
+    checkpoint, per the protocol's read rule); it is required exactly for continuations.
+    """
+    where = f"protocol/{study.name}/arms.yaml"
+    owners = [a for a in study.arms.values() if a.kind == "trained" and a.run == run]
+    if not owners:
+        raise ConfigError(f"{where}:arms: no trained arm has run {run!r}; runs: {training_runs(study)}")
+    arm, protocol = owners[0], study.protocol
+    size = protocol.sizes[arm.size]
+    if size.kind != "policy":
+        raise ConfigError(f"protocol/{study.name}/protocol.yaml:sizes.{arm.size}.kind: the demo "
+                          f"trainer trains policy sizes; {size.kind!r} runs need the NeMo-RL backend")
+    if (arm.parent_run is None) != (parent is None):
+        need = "needs the parent's final checkpoint" if arm.parent_run else "has no parent run"
+        raise ConfigError(f"{where}:arms.{run}.parent_run: run {run!r} {need} (got parent={parent})")
+    t = protocol.training
+    steps = t.continuation_steps if arm.parent_run else t.initial_steps
+    arm_cfg = ArmTraining(study=study.name, arm=run, width=size.width, lr_multiple=arm.lr_multiple,
+                          steps=steps, init_seed=size.init_seed, seed=size.init_seed,
+                          parent=parent, parent_arm=arm.parent_run)
+    return TrainConfig(recipe=_recipe(protocol, f"protocol/{study.name}/protocol.yaml"),
+                       data=_data(protocol), arm=arm_cfg, protocol_hash=protocol_hash)
+
+
+def final_checkpoint(run_dir: Path) -> Path:
+    """The highest ``step_N/`` of a run (where a continuation branches from)."""
+    steps = checkpoint_steps(run_dir)
+    if not steps:
+        raise ConfigError(f"{run_dir}:<dir>: no step_N/ checkpoint with training_info.json")
+    return steps[max(steps)]
+
+
+def write_initial_policy(study, size: str, folder: Path | None = None) -> Path:
+    """Write the untrained policy of ``size`` (the base arm and every run's step 0) to ``folder``
+    (default: the size's ``checkpoint`` in the protocol, relative to the repository root)."""
+    spec = study.protocol.sizes.get(size)
+    if spec is None or spec.kind != "policy":
+        raise ConfigError(f"protocol/{study.name}/protocol.yaml:sizes.{size}: not a policy size "
+                          f"(policy sizes: {sorted(k for k, v in study.protocol.sizes.items() if v.kind == 'policy')})")
+    target = Path(folder) if folder is not None else Path(study.root) / spec.checkpoint
+    Policy.init(PolicyArch(width=spec.width), spec.init_seed).save(target)
+    return target

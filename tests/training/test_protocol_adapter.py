@@ -1,0 +1,86 @@
+"""From the demo study's protocol to trainer inputs: keys mapped, numbers never retyped."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from negotiation.errors import ConfigError
+from negotiation.protocol import load_study
+from negotiation.training._protocol import (
+    VALIDATION_SCENARIOS,
+    final_checkpoint,
+    train_config_for,
+    training_env,
+    training_runs,
+    write_initial_policy,
+)
+
+
+@pytest.fixture(scope="module")
+def study():
+    return load_study("demo")
+
+
+def test_runs_list_parents_first(study):
+    runs = training_runs(study)
+    parents = {a.run: a.parent_run for a in study.arms.values() if a.kind == "trained"}
+    assert set(runs) == set(parents)
+    for run, parent in parents.items():
+        if parent is not None:
+            assert runs.index(parent) < runs.index(run)
+
+
+def test_initial_and_continuation_configs(study, tmp_path):
+    t = study.protocol.training
+    run = next(a for a in study.arms.values() if a.kind == "trained" and a.parent_run is None
+               and a.lr_multiple == 3)
+    cfg = train_config_for(study, run.run, protocol_hash="h")
+    size = study.protocol.sizes[run.size]
+    assert (cfg.arm.width, cfg.arm.init_seed, cfg.arm.lr_multiple) == (size.width, size.init_seed, 3)
+    assert cfg.arm.steps == t.initial_steps and cfg.arm.parent is None
+    r = cfg.recipe
+    assert (r.group_size, r.scenarios_per_step, r.lr, r.lr_floor, r.warmup_steps) == (
+        t.group_size, t.scenarios_per_step, t.learning_rate, t.lr_floor, t.warmup_steps)
+    assert (r.kl_coef, r.clip_low, r.clip_high, r.adam_betas) == (
+        t.kl.coefficient, t.clip.low, t.clip.high, tuple(t.optimizer.betas))
+    assert (r.val_period, r.checkpoint_period) == (t.validation_every, t.checkpoint_every)
+    block = study.protocol.seeds.training
+    assert cfg.data.train_seeds[0] == block.start and cfg.data.validation_seeds[1] == block.stop
+    assert cfg.data.train_seeds[1] == cfg.data.validation_seeds[0]
+    assert cfg.data.validation_scenarios == VALIDATION_SCENARIOS
+    assert [b.spec for b in cfg.data.buyers] == [b.spec for b in study.protocol.buyers.training]
+    cont = next(a for a in study.arms.values() if a.kind == "trained" and a.parent_run)
+    ccfg = train_config_for(study, cont.run, parent=tmp_path / "step_64")
+    assert ccfg.arm.steps == t.continuation_steps and ccfg.arm.parent_arm == cont.parent_run
+
+
+def test_parent_rules_and_unknown_runs(study, tmp_path):
+    cont = next(a for a in study.arms.values() if a.kind == "trained" and a.parent_run)
+    with pytest.raises(ConfigError, match=rf"arms.{cont.run}.parent_run: .* needs the parent's final checkpoint"):
+        train_config_for(study, cont.run)
+    first = next(a for a in study.arms.values() if a.kind == "trained" and not a.parent_run)
+    with pytest.raises(ConfigError, match="has no parent run"):
+        train_config_for(study, first.run, parent=tmp_path)
+    with pytest.raises(ConfigError, match=r"protocol/demo/arms.yaml:arms: no trained arm has run 'nope'"):
+        train_config_for(study, "nope")
+
+
+def test_training_env_reads_the_training_phase(study):
+    env, e = training_env(study.protocol), study.protocol.environment
+    assert (env.max_rounds, env.no_deal_penalty, env.t_soft) == (e.max_rounds, e.no_deal_penalty, e.t_soft)
+    assert env.accept_applies_terms == e.accept_terms_applied.training and env.phase == "training"
+
+
+def test_initial_policy_is_every_runs_step_zero(study, tmp_path):
+    name, size = next((k, v) for k, v in study.protocol.sizes.items() if v.kind == "policy")
+    folder = write_initial_policy(study, name, tmp_path / "init")
+    from negotiation.agents import Policy, PolicyArch
+
+    fresh = Policy.init(PolicyArch(width=size.width), size.init_seed).net.state_dict()
+    saved = torch.load(folder / "weights.pt", weights_only=True)
+    assert all(torch.equal(fresh[k], saved[k]) for k in fresh)
+    with pytest.raises(ConfigError, match="sizes.nope: not a policy size"):
+        write_initial_policy(study, "nope", tmp_path / "x")
+    with pytest.raises(ConfigError, match="no step_N/ checkpoint"):
+        final_checkpoint(tmp_path)

@@ -1,0 +1,55 @@
+"""MLflow curves of a tiny run: one run per arm, recipe params, tags, every step's metrics."""
+
+from __future__ import annotations
+
+import pytest
+
+from negotiation.training import DEFAULT_TRACKING_URI, read_training_info, tracking_uri, train_arm
+from negotiation.training._tracking import flatten, git_commit
+from tiny_setup import ENV, tiny_config
+
+pytest.importorskip("mlflow")
+CURVES = ["train/reward", "train/kl_penalty", "train/entropy", "train/lr", "train/grad_norm"]
+
+
+def test_tracking_uri_from_environment(monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert tracking_uri() == DEFAULT_TRACKING_URI == "sqlite:///mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://tracking:5000")
+    assert tracking_uri() == "http://tracking:5000"
+
+
+def test_flatten_nested_params():
+    assert flatten({"a": {"b": 1, "c": [1, 2]}, "d": None}) == {"a.b": "1", "a.c": "[1, 2]", "d": "None"}
+
+
+def test_one_run_per_arm_with_curves_and_tags(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    parent = train_arm(tiny_config(), ENV, tmp_path / "parent")
+    cont = train_arm(tiny_config(steps=2, arm="w8_cont", parent=tmp_path / "parent" / "step_3",
+                                 parent_arm="w8"), ENV, tmp_path / "cont")
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("tiny")
+    runs = {r.data.tags["arm"]: r for r in client.search_runs([exp.experiment_id])}
+    assert sorted(runs) == ["w8", "w8_cont"]
+    run = runs["w8"]
+    assert run.info.run_id == parent.mlflow_run_id and run.info.status == "FINISHED"
+    tags = run.data.tags
+    assert (tags["study"], tags["size"], tags["lr_multiple"], tags["protocol_hash"]) == ("tiny", "8", "1.0", "abc123")
+    assert tags["git_commit"] == git_commit() and tags["parent_run"] == ""
+    assert tags["checkpoints"].split() == [str(tmp_path / "parent" / f"step_{s}") for s in (0, 2, 3)]
+    params = run.data.params
+    assert params["recipe.group_size"] == "3" and params["recipe.kl_coef"] == "0.04"
+    assert params["arm.width"] == "8" and params["env.accept_applies_terms"] == "True"
+    for key in CURVES:
+        assert [m.step for m in client.get_metric_history(run.info.run_id, key)] == [1, 2, 3]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "validation/score")] == [0, 2, 3]
+    # The continuation: tagged with its parent run, curves at combined steps 3..5.
+    child = runs["w8_cont"]
+    assert child.data.tags["parent_run"] == parent.mlflow_run_id and child.data.tags["parent_arm"] == "w8"
+    assert [m.step for m in client.get_metric_history(child.info.run_id, "train/lr")] == [4, 5]
+    assert [m.step for m in client.get_metric_history(child.info.run_id, "validation/score")] == [3, 5]
+    assert read_training_info(tmp_path / "cont" / "step_2").mlflow_run_id == cont.mlflow_run_id
