@@ -35,9 +35,14 @@ def term_phrase(domain: Domain, name: str, value: Any) -> str:
         return f"{humanize(name)} of {value}"
     term = domain.term(name)
     if term.kind == "continuous":
-        return f"{humanize(name)} at {value} {term.unit}"
+        unit = term.unit or ""
+        if value == 1 and unit.endswith("s") and unit.isalpha():
+            unit = unit[:-1]  # "1 day", not "1 days"
+        return f"{humanize(name)} at {value} {unit}"
     if term.kind == "binary":
         return f"{humanize(name)} included" if value is True else f"no {humanize(name)}"
+    if isinstance(value, str) and value.casefold() == "none":
+        return f"no {humanize(name)}"
     return f"the {value} {humanize(name)}"
 
 
