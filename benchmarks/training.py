@@ -1,0 +1,185 @@
+"""The demo trainer's cost and whether RL works, from the frozen demo protocol.
+
+Modes::
+
+    python benchmarks/training.py speed                  # s/step at 128 and 64 episodes, every width
+    python benchmarks/training.py sweep --out DIR        # the shared-LR choice, validation only
+    python benchmarks/training.py demo --out DIR         # train every demo run, time per arm
+    python benchmarks/training.py check --out DIR        # trained arms vs their base, held-out buyers
+
+``sweep`` trains the middle width's 1x initial run at each grid LR (half-decade steps) and reports
+validation mean S (training seed block only); it never touches evaluation seeds. The demo's shared
+LR is the grid value one step below the validation-best one, so that the study's 1x / 3x / 10x
+rates span under-training, the validation optimum and over-training as the paper's rates did. ``check`` plays every evaluated
+domain x evaluation seed x held-out buyer for each arm's read checkpoint and its size's untrained
+base, and prints the paired difference in S with a seed-cluster percentile bootstrap interval
+(the paper's reference: 2.3B at 3x LR, +0.037 [+0.017, +0.057]). Exit status 1 when the largest
+width's 3x arm does not beat its base with an interval excluding 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from negotiation.agents import Policy, PolicyAgent, PolicyArch, make_agent
+from negotiation.env import EnvConfig, load_domain, make_scenario, run_episode
+from negotiation.protocol import load_study
+from negotiation.training import ScenarioMaker, loo_advantages, play, train_arm, training_items
+from negotiation.training import final_checkpoint, train_config_for, training_env, training_runs
+from negotiation.training._trainer import _grpo_update, _start
+
+SWEEP_GRID = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+
+
+def evaluation_env(protocol) -> EnvConfig:
+    return replace(training_env(protocol), accept_applies_terms=protocol.environment.accept_terms_applied.evaluation,
+                   phase="evaluation")
+
+
+def speed(study) -> None:
+    """Process seconds of one rollout + update step per width, untrained and hold-out policies."""
+    torch.set_num_threads(1)
+    env, cfg0 = training_env(study.protocol), train_config_for(study, training_runs(study)[0])
+    maker = ScenarioMaker(cfg0.data.dirichlet_alpha)
+    print(f"{'width':>6} {'episodes':>9} {'policy':>9} {'seller turns':>13} {'s/step':>7}")
+    for name, size in sorted(study.protocol.sizes.items(), key=lambda kv: kv[1].width):
+        for episodes in (128, 64):
+            for kind in ("untrained", "hold-out"):
+                cfg = cfg0.model_copy(update={"arm": cfg0.arm.model_copy(update={"width": size.width})})
+                st = _start(cfg, Path("/nonexistent"))
+                if kind == "hold-out":  # rarely accepts: episodes run to the buyer's deadline
+                    with torch.no_grad():
+                        st.policy.net.accept_head.bias.copy_(torch.tensor([3.0, -3.0]))
+                n_scn = episodes // cfg.recipe.group_size
+                items = training_items(cfg.data, 0, 0, n_scn)
+                jobs = [(maker.scenario(it), maker.buyer(it), 1000 * k + g)
+                        for k, it in enumerate(items) for g in range(cfg.recipe.group_size)]
+                t0 = time.process_time()
+                ro = play(st.policy, "policy:bench", jobs, env)
+                adv = loo_advantages(ro.rewards.reshape(n_scn, -1)).reshape(-1)
+                _grpo_update(st, ro, adv, cfg, 1e-3)
+                dt = time.process_time() - t0
+                print(f"{size.width:>6} {episodes:>9} {kind:>9} {len(ro.actions):>13} {dt:>7.2f}")
+
+
+def sweep(study, out: Path) -> None:
+    """Validation mean S of the middle width's 1x initial run at each grid LR."""
+    sizes = sorted(study.protocol.sizes.values(), key=lambda s: s.width)
+    middle = sizes[len(sizes) // 2]
+    run = next(a.run for a in study.arms.values() if a.kind == "trained" and a.parent_run is None
+               and a.lr_multiple == 1 and study.protocol.sizes[a.size].width == middle.width)
+    base = train_config_for(study, run)
+    env = training_env(study.protocol)
+    results = {}
+    for lr in SWEEP_GRID:
+        recipe = base.recipe.model_copy(update={"lr": lr, "lr_floor": lr * base.recipe.lr_floor / base.recipe.lr})
+        summary = train_arm(base.model_copy(update={"recipe": recipe}), env, out / f"sweep_{lr:g}", track=False)
+        tail = [summary.val_scores[s] for s in sorted(summary.val_scores)[-3:]]
+        results[lr] = (summary.val_scores, float(np.mean(tail)), summary.seconds)
+        print(f"lr {lr:g}: validation {[round(v, 3) for v in summary.val_scores.values()]} "
+              f"last-3 mean {np.mean(tail):.3f} ({summary.seconds:.0f} s)", flush=True)
+    best = max(results, key=lambda lr: results[lr][1])
+    shared = SWEEP_GRID[max(0, SWEEP_GRID.index(best) - 1)]
+    print(f"validation-best 1x LR of {run} (last-3 mean): {best:g}; shared LR one step below: {shared:g}")
+    (out / "sweep.json").write_text(json.dumps({str(k): v[1] for k, v in results.items()}, indent=2))
+
+
+def demo(study, out: Path) -> dict[str, dict]:
+    """Train every run of the study (parents first); seconds per run and validation."""
+    os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{(out / 'mlflow.db').resolve()}")
+    env, report = training_env(study.protocol), {}
+    for run in training_runs(study):
+        parent_run = next(a.parent_run for a in study.arms.values() if a.run == run)
+        parent = final_checkpoint(out / parent_run) if parent_run else None
+        summary = train_arm(train_config_for(study, run, parent=parent), env, out / run)
+        val = [round(v, 3) for v in summary.val_scores.values()]
+        report[run] = {"seconds": round(summary.seconds, 1), "validation": val}
+        print(f"{run:>18}: {summary.seconds:6.1f} s  validation {val}", flush=True)
+    total = sum(r["seconds"] for r in report.values())
+    print(f"total training time: {total:.0f} s for {len(report)} runs")
+    (out / "demo_training.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def _play_arm(agent, study, env) -> dict[tuple, float]:
+    p = study.protocol
+    scores = {}
+    for domain_name in p.domains.evaluated:
+        domain = load_domain(domain_name)
+        for seed in p.seeds.evaluation.seeds():
+            scenario = make_scenario(domain, seed, p.environment.dirichlet_alpha)
+            for buyer_name, buyer in p.buyers.evaluation.items():
+                ep = run_episode(scenario, agent, make_agent(buyer.spec, "buyer"), env)
+                scores[(domain_name, seed, buyer_name)] = ep.S
+    return scores
+
+
+def paired_bootstrap(diff: dict[tuple, float], resamples: int, seed: int) -> tuple[float, float, float]:
+    """Mean paired difference and its seed-cluster percentile 95% interval."""
+    seeds = sorted({k[1] for k in diff})
+    sums = np.array([sum(v for k, v in diff.items() if k[1] == s) for s in seeds])
+    counts = np.array([sum(1 for k in diff if k[1] == s) for s in seeds])
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(seeds), size=(resamples, len(seeds)))
+    boot = sums[draws].sum(1) / counts[draws].sum(1)
+    return float(sums.sum() / counts.sum()), *np.percentile(boot, [2.5, 97.5]).tolist()
+
+
+def check(study, out: Path) -> int:
+    """Each trained arm at its read point against its size's untrained base, held-out buyers."""
+    torch.set_num_threads(1)
+    env, failed = evaluation_env(study.protocol), 1
+    bases: dict[str, dict] = {}
+    print(f"{'arm':>18} {'step':>5} {'base S':>7} {'arm S':>7} {'gain':>7} {'95% CI':>18}")
+    for name, arm in study.arms.items():
+        if arm.kind != "trained":
+            continue
+        size = study.protocol.sizes[arm.size]
+        if arm.size not in bases:
+            base = Policy.init(PolicyArch(width=size.width), size.init_seed)
+            bases[arm.size] = _play_arm(PolicyAgent("policy:base", "seller", base), study, env)
+        offset = study.protocol.training.initial_steps if arm.parent_run else 0
+        step = study.read_step(arm) - offset
+        folder = out / arm.run / f"step_{step}"
+        scores = _play_arm(make_agent(f"policy:{folder}", "seller"), study, env)
+        diff = {k: scores[k] - bases[arm.size][k] for k in scores}
+        mean, lo, hi = paired_bootstrap(diff, 10_000, seed=0)
+        print(f"{name:>18} {step:>5} {np.mean(list(bases[arm.size].values())):7.3f} "
+              f"{np.mean(list(scores.values())):7.3f} {mean:+7.3f} [{lo:+.3f}, {hi:+.3f}]", flush=True)
+        largest = max(study.protocol.sizes, key=lambda k: study.protocol.sizes[k].width)
+        if arm.size == largest and arm.lr_multiple == 3 and lo > 0:
+            failed = 0
+    print("reference (paper App. D): 2.3B at 3x LR +0.037 [+0.017, +0.057]")
+    return failed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=["speed", "sweep", "demo", "check"])
+    parser.add_argument("--study", default="demo")
+    parser.add_argument("--out", type=Path, default=Path("outputs/bench_training"))
+    args = parser.parse_args()
+    study = load_study(args.study)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.mode == "speed":
+        speed(study)
+    elif args.mode == "sweep":
+        sweep(study, args.out)
+    elif args.mode == "demo":
+        demo(study, args.out)
+    else:
+        return check(study, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
