@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from negotiation.errors import ConfigError, format_validation_error
 
-__all__ = ["StrictModel", "display_path", "load_json_model", "load_yaml", "load_yaml_model"]
+__all__ = ["StrictModel", "display_path", "load_json_model", "load_yaml", "load_yaml_model", "parse_yaml"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -27,8 +27,12 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a mapping with the same key twice."""
+# libyaml's parser when PyYAML was built with it: the pure-Python one is ~20x slower.
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _UniqueKeyLoader(_SafeLoader):  # type: ignore[misc, valid-type]
+    """Safe loader that refuses a mapping with the same key twice."""
 
 
 def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -67,6 +71,11 @@ def _yaml_reason(exc: yaml.YAMLError) -> str:
     return f"line {mark.line + 1} column {mark.column + 1}: invalid YAML: {problem}"
 
 
+def parse_yaml(text: str | bytes) -> Any:
+    """Parse YAML text with the safe, duplicate-refusing loader (raises ``yaml.YAMLError``)."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader subclass
+
+
 def load_yaml(path: Path, *, root: Path | None = None) -> dict[str, Any]:
     """Read a YAML file whose top level is a mapping; raise ``ConfigError`` otherwise."""
     shown = display_path(path, root)
@@ -77,7 +86,7 @@ def load_yaml(path: Path, *, root: Path | None = None) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{shown}:<file>: cannot read ({exc})") from exc
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        data = parse_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{shown}:{_yaml_reason(exc)}") from exc
     if not isinstance(data, dict):

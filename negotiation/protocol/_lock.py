@@ -16,10 +16,10 @@ from typing import Any, Literal
 import yaml
 
 from negotiation.errors import ConfigError
-from negotiation.protocol._files import StrictModel, display_path, load_yaml, load_yaml_model
+from negotiation.protocol._files import StrictModel, display_path, load_yaml_model, parse_yaml
 from negotiation.protocol._study import LOCK_FILE, Study, default_root, load_study, study_dir
 
-__all__ = ["FileLock", "Lock", "LockError", "freeze", "lock_problems", "protocol_hash", "verify"]
+__all__ = ["FileLock", "Lock", "LockError", "checked_lock", "freeze", "lock_problems", "protocol_hash", "verify"]
 
 _KEY_DEPTH = 2
 
@@ -75,7 +75,7 @@ def _key_hashes(value: Any, prefix: str = "", depth: int = 1) -> dict[str, str]:
 def _file_lock(path: Path) -> FileLock:
     data = path.read_bytes()
     try:
-        parsed = yaml.safe_load(data)
+        parsed = parse_yaml(data)
     except yaml.YAMLError:
         parsed = None
     return FileLock(sha256=_sha256(data), keys=_key_hashes(parsed) if isinstance(parsed, dict) else {})
@@ -131,13 +131,13 @@ def _coverage_problems(study: str, root: Path, lock: Lock, shown_lock: str) -> l
     return problems
 
 
-def lock_problems(study: str, root: Path | None = None) -> list[str]:
-    """Every difference between the frozen files and the lock, as ``file:key: reason`` lines."""
+def checked_lock(study: str, root: Path | None = None) -> tuple[Lock | None, list[str]]:
+    """The lock and every difference between it and the frozen files (``file:key: reason`` lines)."""
     root = Path(root or default_root())
     try:
         lock, shown_lock = _load_lock(study, root)
     except ConfigError as exc:
-        return str(exc).splitlines()
+        return None, str(exc).splitlines()
     problems = []
     for rel, locked in sorted(lock.files.items()):
         path = root / rel
@@ -153,16 +153,20 @@ def lock_problems(study: str, root: Path | None = None) -> list[str]:
         problems.append(f"{shown_lock}:protocol_hash: does not match the file hashes it lists")
     if not problems:
         problems = _coverage_problems(study, root, lock, shown_lock)
-    return problems
+    return lock, problems
+
+
+def lock_problems(study: str, root: Path | None = None) -> list[str]:
+    """Every difference between the frozen files and the lock, as ``file:key: reason`` lines."""
+    return checked_lock(study, root)[1]
 
 
 def verify(study: str, root: Path | None = None) -> Lock:
     """Raise ``LockError`` listing every change since freeze; return the lock when intact."""
-    root = Path(root or default_root())
-    problems = lock_problems(study, root)
-    if problems:
+    lock, problems = checked_lock(study, root)
+    if problems or lock is None:
         raise LockError("\n".join(problems))
-    return _load_lock(study, root)[0]
+    return lock
 
 
 def protocol_hash(study: str, root: Path | None = None) -> str:

@@ -10,7 +10,13 @@ from negotiation.registry._checks import CHECKS
 from negotiation.registry._cli import audit_command, deviation_app, print_report
 from negotiation.registry._deviation import CATEGORIES, Cell, Deviation, DeviationLog, load_deviation_log
 from negotiation.registry._entries import AddedArm, AddedArms, Registry, SignOff, load_registry, registry_dir
-from negotiation.registry._readpoint import CheckpointError, ReadPoint, list_checkpoint_steps, select_read_point
+from negotiation.registry._readpoint import (
+    CheckpointError,
+    ReadPoint,
+    list_checkpoint_steps,
+    select_checkpoint,
+    select_read_point,
+)
 from negotiation.registry._records import (
     PilotCell,
     PilotRecord,
@@ -21,7 +27,6 @@ from negotiation.registry._records import (
     write_record,
 )
 from negotiation.registry._scaffold import new_deviation
-from negotiation.registry._select import select_checkpoint
 
 __all__ = [
     "CATEGORIES", "CHECKS", "AddedArm", "AddedArms", "AuditReport", "Cell", "CheckpointError",

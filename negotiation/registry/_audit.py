@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Literal
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import Arm, StrictModel, Study, default_root, load_study, lock_problems, verify
+from negotiation.protocol import Arm, StrictModel, Study, checked_lock, default_root, load_study
 from negotiation.registry._entries import Registry, load_registry
 from negotiation.registry._records import ResultsLayout
 
@@ -114,9 +114,9 @@ def _load_context(study: str, root: Path, results_dir: Path) -> AuditContext:
         ctx.study = load_study(study, root)
     except ConfigError as exc:
         ctx.study_error = str(exc)
-    ctx.lock_issues = lock_problems(study, root)
-    if not ctx.lock_issues:
-        ctx.lock_hash = verify(study, root).protocol_hash
+    lock, ctx.lock_issues = checked_lock(study, root)
+    if lock is not None and not ctx.lock_issues:
+        ctx.lock_hash = lock.protocol_hash
     return ctx
 
 

@@ -1,4 +1,4 @@
-"""The read-point rule: which saved checkpoint of a run an arm is evaluated at.
+"""The read-point rule: which saved checkpoint of a run an arm is evaluated at, and the select call.
 
 Arms are matched on *combined* optimizer steps: a continuation's own step ``s`` after a branch
 from parent step ``b`` is combined step ``b + s``. The rule asks for own step
@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Iterable
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import StrictModel
+from negotiation.protocol import Arm, StrictModel, Study, protocol_hash
+from negotiation.registry._records import SelectionRecord
 
-__all__ = ["CheckpointError", "ReadPoint", "list_checkpoint_steps", "select_read_point"]
+__all__ = ["CheckpointError", "ReadPoint", "list_checkpoint_steps", "select_checkpoint", "select_read_point"]
 
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 
@@ -93,3 +94,46 @@ def list_checkpoint_steps(run_dir: Path) -> list[int]:
             raise CheckpointError(f"{info}:step: {recorded!r} differs from the folder name {folder.name!r}")
         steps.append(int(match.group(1)))
     return sorted(steps)
+
+
+def select_checkpoint(
+    study: Study,
+    arm_name: str,
+    run_dir: Path,
+    *,
+    arm: Arm | None = None,
+    parent_step: int | None = None,
+    parent_run_dir: Path | None = None,
+) -> SelectionRecord:
+    """Choose the checkpoint of ``run_dir`` that arm ``arm_name`` is evaluated at.
+
+    Args:
+        study: the loaded study (its protocol gives the read step and the initial run length).
+        arm_name: arm to select for; looked up in the frozen matrix unless ``arm`` is given
+            (pass the ``AddedArm`` for arms added in the registry).
+        run_dir: the arm's training run directory holding ``step_N/`` checkpoints.
+        arm: the arm definition, when it is not in the frozen matrix.
+        parent_step: for a continuation, the parent step it actually branched from, as its
+            training stage recorded it.
+        parent_run_dir: for a continuation without ``parent_step``: the parent run, whose final
+            checkpoint at or before ``initial_steps`` is the branch (the protocol's rule).
+    """
+    arm = arm if arm is not None else study.arms.get(arm_name)
+    if arm is None or arm.kind != "trained":
+        raise ConfigError(f"{study.show(study.dir / 'arms.yaml')}:arms.{arm_name}: not a trained arm of {study.name!r}")
+    offset = None
+    if arm.parent_run is not None:
+        if parent_step is None and parent_run_dir is None:
+            raise ConfigError(f"<select>:{arm_name}: a continuation needs parent_step or parent_run_dir")
+        if parent_step is None:
+            initial = study.protocol.training.initial_steps
+            parent_step = select_read_point(initial, list_checkpoint_steps(Path(parent_run_dir))).step
+        offset = parent_step
+    available = list_checkpoint_steps(Path(run_dir))
+    point = select_read_point(study.read_step(arm), available, offset=offset or 0)
+    return SelectionRecord(
+        version=1, study=study.name, arm=arm_name, run=arm.run or "", parent_step=offset,
+        rule_step=point.rule_step, step=point.step, substitution=point.substitution,
+        available_steps=tuple(available), checkpoint=str(Path(run_dir) / f"step_{point.step}"),
+        protocol_hash=protocol_hash(study.name, study.root),
+    )

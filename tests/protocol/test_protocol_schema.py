@@ -74,7 +74,7 @@ def test_unknown_study_lists_known_ones(root):
         load_study("nope", root)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.text(max_size=200))
 def test_reading_arbitrary_text_gives_a_mapping_or_a_config_error(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("yaml") / "any.yaml"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -36,6 +37,15 @@ def deviation(root: Path, entry_id: int, category: str, **scope) -> None:
     (folder / f"{entry_id:04d}-entry.yaml").write_text(yaml.safe_dump(body))
 
 
+@functools.lru_cache(maxsize=None)
+def _root_digest(root: Path) -> str:
+    return protocol_hash("demo", root)
+
+
+def _digest(study) -> str:
+    return _root_digest(study.root)
+
+
 def episodes(study, arm: str) -> pd.DataFrame:
     p = study.protocol
     rows = [(arm, d, s, b, "deal") for d in p.domains.evaluated for s in p.seeds.evaluation.seeds()
@@ -50,7 +60,7 @@ def selection(study, arm: str, *, available=range(8, 65, 8), step=None, parent_s
     step = rule if step is None else step
     body = dict(version=1, study="demo", arm=arm, run=definition.run, parent_step=offset, rule_step=rule, step=step,
                 substitution=step != rule, available_steps=tuple(available), checkpoint=f"runs/{arm}/step_{step}",
-                protocol_hash=protocol_hash("demo", study.root))
+                protocol_hash=_digest(study))
     return SelectionRecord(**{**body, **changes})
 
 
@@ -65,7 +75,7 @@ def sampling(study, arm: str, seller: SamplingSettings | None = None) -> Samplin
     s = study.protocol.sampling
     buyers = {b: SamplingUse(requested=s.buyer) for b in study.protocol.buyers.evaluation}
     return SamplingRecord(version=1, study="demo", arm=arm, seller=SamplingUse(requested=seller or s.self_served_seller),
-                          buyers=buyers, protocol_hash=protocol_hash("demo", study.root))
+                          buyers=buyers, protocol_hash=_digest(study))
 
 
 @pytest.fixture
@@ -73,7 +83,7 @@ def results(root: Path):
     """A complete, compliant results directory for four demo arms; returns (study, layout)."""
     study = load_study("demo", root)
     layout = ResultsLayout(root / "outputs/demo")
-    digest = protocol_hash("demo", root)
+    digest = _root_digest(root)
     for arm in ARMS:
         layout.episodes(arm).parent.mkdir(parents=True)
         episodes(study, arm).to_parquet(layout.episodes(arm))
