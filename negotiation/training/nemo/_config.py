@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from negotiation.env import prompt_hash
 from negotiation.errors import ConfigError
 from negotiation.protocol import Study
 from negotiation.training.nemo._dataset import validation_count
@@ -32,7 +33,7 @@ __all__ = ["BASE_CONFIG", "DEFAULT_PROMPT_BUILDER", "WARMUP_START_FACTOR", "grpo
 
 BASE_CONFIG = "grpo_math_1B.yaml"
 """NeMo-RL example config (``examples/configs/``) whose sections the generated YAML overrides."""
-DEFAULT_PROMPT_BUILDER = "negotiation.agents:seller_training_messages"
+DEFAULT_PROMPT_BUILDER = "negotiation.env:seller_training_messages"
 """``module:function`` building the seller's opening chat messages from its turn-1 view."""
 WARMUP_START_FACTOR = 1.0e-8
 """Linear warmup starts from (almost) zero, as NeMo-RL's Gemma 4 recipes do; LinearLR needs > 0."""
@@ -203,6 +204,7 @@ def grpo_config(study: Study, plan: RunPlan, *, settings: NemoEnvSettings, paths
             "plan": plan.model_dump(mode="json"),
             "parent_weights": parent_weights,
             "prompt_builder": prompt_builder,
+            "prompt_hash": prompt_hash(settings.prompt_template),
             "protocol_hash": protocol_hash,
             "train_scenarios": {"offset": plan.step_offset * recipe.scenarios_per_step,
                                 "count": plan.steps * recipe.scenarios_per_step},

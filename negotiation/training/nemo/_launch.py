@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import yaml
 
+from negotiation.env import prompt_hash
 from negotiation.errors import ConfigError
 from negotiation.protocol import load_study, protocol_hash
 from negotiation.training.nemo._backend import import_backend, require_backend
@@ -101,7 +102,8 @@ def _open_mlflow_run(config: Any, plan: RunPlan, ours: dict[str, Any], root: Pat
     experiment_id = experiment.experiment_id if experiment else mlflow.create_experiment(cfg["experiment_name"])
     tags = {"study": plan.study, "arm": plan.arm or "", "run": plan.run, "size": plan.size,
             "lr_multiple": str(plan.lr_multiple), "parent_run": plan.parent_run or "",
-            "protocol_hash": ours.get("protocol_hash") or "", "git_commit": _git_commit(root),
+            "protocol_hash": ours.get("protocol_hash") or "", "prompt_hash": ours.get("prompt_hash") or "",
+            "git_commit": _git_commit(root),
             "backend": "nemo-rl", "step_offset": str(plan.step_offset)}
     run = mlflow.MlflowClient().create_run(experiment_id, run_name=plan.run, tags=tags)
     cfg["run_id"] = run.info.run_id
@@ -124,14 +126,25 @@ def _load_parent_weights(policy: Any, generation: Any, weights: str) -> None:
         synchronizer.sync_weights()  # a fresh run would otherwise skip its first refit
 
 
-def launch_training(config_path: Path, *, overrides: Sequence[str] = (), root: Path | None = None) -> Path:
-    """Train the run ``config_path`` describes; return its run folder."""
+def _checked(config_path: Path, root: Path | None) -> tuple[dict, dict, RunPlan, Any, Any]:
+    """Read the YAML and check, before any GPU work, that it still matches the protocol, the
+    prompt and this machine."""
     nemo, ours, plan = read_train_config(config_path)
-    _check_inputs(nemo, ours)
     study = load_study(plan.study, root)
     if ours.get("protocol_hash") and ours["protocol_hash"] != protocol_hash(plan.study, study.root):
-        raise ConfigError(f"{config_path}:negotiation.protocol_hash: the protocol changed since this config was written")
+        raise ConfigError(f"{config_path}:negotiation.protocol_hash: the protocol changed since this config "
+                          "was written; regenerate it")
+    if ours.get("prompt_hash") != prompt_hash(nemo["env"][ENV_NAME].get("prompt_template", "training")):
+        raise ConfigError(f"{config_path}:negotiation.prompt_hash: the training prompt changed since this config "
+                          "was written; regenerate it")
     builder = load_prompt_builder(ours["prompt_builder"])
+    _check_inputs(nemo, ours)
+    return nemo, ours, plan, study, builder
+
+
+def launch_training(config_path: Path, *, overrides: Sequence[str] = (), root: Path | None = None) -> Path:
+    """Train the run ``config_path`` describes; return its run folder."""
+    nemo, ours, plan, study, builder = _checked(config_path, root)
     config = _merged_config(nemo, overrides)
     algo_utils, grpo = import_backend("nemo_rl.algorithms.utils"), import_backend("nemo_rl.algorithms.grpo")
     import_backend("nemo_rl.distributed.virtual_cluster").init_ray()
@@ -139,10 +152,9 @@ def launch_training(config_path: Path, *, overrides: Sequence[str] = (), root: P
     tokenizer = algo_utils.get_tokenizer(config.policy["tokenizer"])
     settings = NemoEnvSettings.model_validate(config.env[ENV_NAME])
     states = training_scenarios(study.protocol, seed=plan.seed, **ours["train_scenarios"])
-    tags = _turn_tags(tokenizer, config, settings, [dict(m) for m in builder(replay(states[0], settings).view())],
-                      config_path)
-    settings = settings.model_copy(update={"turn_tags": tags})
-    generation = config.policy["generation"]
+    opening = [dict(m) for m in builder(replay(states[0], settings).view())]
+    settings = settings.model_copy(update={"turn_tags": _turn_tags(tokenizer, config, settings, opening, config_path)})
+    tags, generation = settings.turn_tags, config.policy["generation"]
     generation["stop_token_ids"] = generation.get("stop_token_ids") or stop_token_ids(tags, tokenizer.eos_token_id)
     config.policy["generation"] = import_backend("nemo_rl.models.generation").configure_generation_config(
         generation, tokenizer)
@@ -157,7 +169,8 @@ def launch_training(config_path: Path, *, overrides: Sequence[str] = (), root: P
     run_dir.mkdir(parents=True, exist_ok=True)
     run_id = _open_mlflow_run(config, plan, ours, study.root)
     record = {"plan": plan.model_dump(mode="json"), "mlflow_run_id": run_id, "turn_tags": tags.model_dump(),
-              "protocol_hash": ours.get("protocol_hash"), "parent_weights": ours.get("parent_weights")}
+              "protocol_hash": ours.get("protocol_hash"), "prompt_hash": ours.get("prompt_hash"),
+              "parent_weights": ours.get("parent_weights")}
     (run_dir / RUN_RECORD).write_text(json.dumps(record, indent=2), encoding="utf-8")
     (policy, policy_generation, _gym, _cluster, dataloader, val_dataloader, loss_fn, logger, checkpointer,
      grpo_state, master_config, *_rest) = grpo.setup(config, tokenizer, train, val)

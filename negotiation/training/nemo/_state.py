@@ -70,6 +70,10 @@ class NemoEnvSettings(_Record):
     """Training-phase ACCEPT flag: terms attached to an ACCEPT are applied first."""
     dirichlet_alpha: float = Field(gt=0)
     """Concentration of the importance prior scenarios are drawn with."""
+    converge_from_turn: int = Field(gt=0)
+    """Protocol turn from which prompts say to converge (passed to the prompt renderer)."""
+    prompt_template: str = "training"
+    """Prompt variant (``negotiation.env.PROMPT_TEMPLATES``) the seller's chat is rendered with."""
     seller_label: str = "nemo-rl:policy"
     """Seller name written into episode records built by the environment."""
     turn_tags: TurnTags | None = None
@@ -85,14 +89,16 @@ class NemoEnvSettings(_Record):
 def env_settings(study: str, root: Path | None = None, tags: TurnTags | None = None) -> NemoEnvSettings:
     """Settings for ``study``'s training phase, read from its protocol (never retyped)."""
     # The CLI package owns the protocol -> EnvConfig mapping; reuse it rather than restate it.
-    from negotiation.cli import dirichlet_alpha_for, env_config_for
+    from negotiation.cli import env_config_for
+    from negotiation.protocol import load_study
 
-    config = env_config_for(study, "training", root)
+    config, environment = env_config_for(study, "training", root), load_study(study, root).protocol.environment
     return NemoEnvSettings(study=study, max_rounds=config.max_rounds,
                            no_deal_penalty=config.no_deal_penalty, g_fmt=config.g_fmt,
                            g_len=config.g_len, t_soft=config.t_soft,
                            accept_applies_terms=config.accept_applies_terms,
-                           dirichlet_alpha=dirichlet_alpha_for(study, root), turn_tags=tags)
+                           dirichlet_alpha=environment.dirichlet_alpha,
+                           converge_from_turn=environment.converge_from_turn, turn_tags=tags)
 
 
 @lru_cache(maxsize=64)

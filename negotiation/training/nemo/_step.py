@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 from pydantic import ValidationError
 
 from negotiation.agents import make_agent
-from negotiation.env import Negotiation, arespond, episode_reward, frontloaded_step_rewards
+from negotiation.env import Negotiation, arespond, episode_reward, frontloaded_step_rewards, render_messages
 from negotiation.errors import ConfigError
 from negotiation.training.nemo._state import EpisodeState, NemoEnvSettings, replay
 
@@ -131,8 +131,17 @@ class NegotiationStepLogic:
         if game.done:
             return self._finish(game, new_state, steps)
         reward = frontloaded_step_rewards(steps, 0.0, self.settings.no_deal_penalty, terminated=False)[-1]
-        prose = game.turns[-1].prose.strip()  # templates trim turn content; raw text must match
-        return _SampleResult(self.tags.observation(prose), new_state, reward, False, None)
+        return _SampleResult(self.tags.observation(self._buyer_turn_text(game)), new_state, reward, False, None)
+
+    def _buyer_turn_text(self, game: Negotiation) -> str:
+        """The buyer's turn as the seller's training prompt shows it (its prose, or the template's
+        placeholder for empty prose), so the rollout equals the rendered chat."""
+        messages = render_messages(game.view(), self.settings.prompt_template,
+                                   converge_from_turn=self.settings.converge_from_turn)
+        if messages[-1]["role"] != "user":
+            raise ValueError(f"prompt template {self.settings.prompt_template!r} does not end the seller's chat "
+                             "with the buyer's turn")
+        return messages[-1]["content"].strip()  # templates trim turn content; the raw text must match
 
     def _finish(self, game: Negotiation, state: EpisodeState, steps: int) -> _SampleResult:
         episode = game.record(self.settings.seller_label, state.buyer)

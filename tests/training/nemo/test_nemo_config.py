@@ -9,6 +9,7 @@ import pytest
 import torch
 import yaml
 
+from negotiation.env import prompt_hash
 from negotiation.errors import ConfigError
 from negotiation.protocol import load_study
 from negotiation.training.nemo import (
@@ -107,6 +108,9 @@ def test_checkpoints_logger_and_environment(tmp_path):
     assert (env["no_deal_penalty"], env["g_fmt"], env["g_len"], env["t_soft"], env["max_rounds"]) == (0.3, 0.05, 0.05, 9.0, 12)
     assert env["accept_applies_terms"] is True and env["turn_tags"]["generation_prompt"] == "<|turn>model\n"
     assert cfg["negotiation"]["train_scenarios"] == {"offset": 0, "count": 1024}
+    assert (env["converge_from_turn"], env["prompt_template"]) == (16, "training")
+    assert cfg["negotiation"]["prompt_hash"] == prompt_hash("training")
+    assert cfg["negotiation"]["prompt_builder"] == "negotiation.env:seller_training_messages"
 
 
 def test_continuation_restarts_the_schedule_from_the_base_model(tmp_path):

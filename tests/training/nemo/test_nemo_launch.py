@@ -18,12 +18,15 @@ NO_RAY = importlib.util.find_spec("ray") is None
 PAPER = load_study("paper")
 
 
-def write_config(tmp_path, name: str, **policy) -> str:
+def write_config(tmp_path, name: str, negotiation: dict | None = None, **policy) -> str:
+    negotiation = negotiation or {}
     plan = plan_run(PAPER, name)
     parent = RunPaths.for_run(tmp_path, plan.parent_run) if plan.parent_run else None
     cfg = grpo_config(PAPER, plan, settings=env_settings("paper"), paths=RunPaths.for_run(tmp_path, plan.run),
                       tracking_uri="sqlite:////x.db", parent_paths=parent)
     cfg["policy"].update(policy)
+    cfg["negotiation"]["prompt_builder"] = "tests.training.nemo.test_nemo_dataset:opening_prompt"
+    cfg["negotiation"].update(negotiation)
     return write_train_config(cfg, tmp_path / f"{name}.yaml")
 
 
@@ -67,3 +70,10 @@ def test_a_yaml_without_our_section_is_refused(tmp_path):
     path.write_text("grpo: {num_prompts_per_step: 16}\n")
     with pytest.raises(ConfigError, match="plain.yaml:negotiation: missing"):
         read_train_config(path)
+
+
+def test_a_stale_prompt_or_builder_is_refused_before_any_backend_check(tmp_path):
+    with pytest.raises(ConfigError, match="negotiation.prompt_hash: the training prompt changed"):
+        launch_training(write_config(tmp_path, "e2b_shared_init", {"prompt_hash": "stale"}))
+    with pytest.raises(ConfigError, match="negotiation.prompt_builder: cannot load 'nowhere:fn'"):
+        launch_training(write_config(tmp_path, "e2b_shared_init", {"prompt_builder": "nowhere:fn"}))

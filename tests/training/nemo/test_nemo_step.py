@@ -9,13 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from negotiation.agents import make_agent
-from negotiation.env import Reply, episode_reward, run_episode
+from negotiation.env import Reply, episode_reward, render_messages, run_episode
 from negotiation.errors import ConfigError
 from negotiation.training.nemo import (
     EpisodeState, NegotiationStepLogic, derive_turn_tags, env_settings, return_metrics, template_kwargs,
 )
 from negotiation.training.nemo._state import replay
-from tests.training.nemo.chat_fixtures import e_series
+from tests.training.nemo.chat_fixtures import conventional, e_series
 
 TAGS = derive_turn_tags(e_series(), template_kwargs(False))
 SETTINGS = env_settings("paper", tags=TAGS)  # λ = 0.3, g_fmt = g_len = 0.05, T = 12, t_soft = 9
@@ -170,3 +170,30 @@ def test_step_rewards_always_sum_to_eq1(texts, seed):
         episode = replay(EpisodeState.model_validate(out.metadata[0]), SETTINGS).record("s", BUYER)
         assert sum(rewards) == pytest.approx(episode_reward(episode))
         assert rewards[0] == pytest.approx(-0.3 if len(rewards) > 1 else episode_reward(episode))
+
+
+@pytest.mark.parametrize("variant", [e_series, conventional])
+def test_the_rollout_is_the_training_chat_rendered_by_the_arms_template(variant):
+    # NeMo-RL's sequence (rendered opening prompt, then per step the generation, its end-of-turn
+    # token and the raw observation) must equal the template's render of the seller's training
+    # chat, up to the thought prologue a conventional template drops from past turns.
+    tokenizer = variant()
+    tags = derive_turn_tags(tokenizer, template_kwargs(False))
+    settings_ = env_settings("paper", tags=tags)
+    state = start()
+    chat = render_messages(replay(EpisodeState(**state), settings_).view(), "training", converge_from_turn=16)
+    rollout = tokenizer.apply_chat_template(chat, add_generation_prompt=True, **tags.template_kwargs)
+    log = [{"role": "user", "content": rollout}]
+    with NegotiationStepLogic(settings_) as logic:
+        for price in (95, 90, 85):
+            log.append({"role": "assistant", "content": counter(purchase_price=price)})
+            out = logic.step([log], [state])
+            rollout += log[-1]["content"] + tags.end_of_turn + out.observations[0]["content"]
+            log.append(out.observations[0])
+            state = out.metadata[0]
+    chat = render_messages(replay(EpisodeState(**state), settings_).view(), "training", converge_from_turn=16)
+    assert [m["role"] for m in chat[-2:]] == ["assistant", "user"] and len(chat) == 8
+    expected = tokenizer.apply_chat_template(chat, add_generation_prompt=True, **tags.template_kwargs)
+    prologue, history_open = tags.generation_prompt, tags.history_model_open
+    assert rollout.replace(prologue, history_open) == expected.replace(prologue, history_open)
+    assert rollout.endswith(prologue) and expected.endswith(prologue)
