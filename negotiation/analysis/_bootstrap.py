@@ -38,6 +38,8 @@ class BootstrapSettings(BaseModel):
     """Resamples of the re-run when a bound sits inside its Monte Carlo band (10^5)."""
     mc_z: float = Field(gt=0.0)
     """Normal quantile that turns an endpoint's Monte Carlo standard error into its band."""
+    mc_band: float = Field(ge=0.0)
+    """The protocol's Monte Carlo band of an endpoint at ``resamples`` (paper: 0.001)."""
     seed: int = Field(ge=0)
     """Seed of the single numpy Generator every interval of one analysis draws from."""
 
@@ -209,9 +211,11 @@ def bootstrap_p_value(draws: np.ndarray) -> float:
     return min(1.0, 2.0 * (1 + far_side) / (len(draws) + 1))
 
 
-def _within_band(ci: tuple[float, float], bands: tuple[float, float]) -> bool:
-    """True when zero lies within either endpoint's Monte Carlo band."""
-    return any(abs(bound) <= band for bound, band in zip(ci, bands))
+def _within_band(ci: tuple[float, float], bands: tuple[float, float], floor: float) -> bool:
+    """True when zero lies within either endpoint's band: the larger of the protocol's
+    band and the band measured on the draws (so a noisier contrast than the protocol
+    assumed is re-run too)."""
+    return any(abs(bound) <= max(band, floor) for bound, band in zip(ci, bands))
 
 
 def cluster_bootstrap(
@@ -229,8 +233,8 @@ def cluster_bootstrap(
       rng: the single Generator of this analysis.
 
     Returns:
-      The interval; re-run at ``settings.rerun_resamples`` when a bound sits
-      within its Monte Carlo band of zero.
+      The interval; re-run at ``settings.rerun_resamples`` when a bound sits within
+      its Monte Carlo band of zero (the protocol's band or the measured one).
     """
     if settings.rerun_resamples < settings.resamples:
         raise SettingsError(
@@ -241,7 +245,7 @@ def cluster_bootstrap(
     resamples = settings.resamples
     draws = resample_cluster_means(sums, counts, resamples, rng)
     ci, bands = percentile_interval(draws, settings.level, settings.mc_z)
-    rerun = _within_band(ci, bands) and settings.rerun_resamples > resamples
+    rerun = _within_band(ci, bands, settings.mc_band) and settings.rerun_resamples > resamples
     if rerun:
         resamples = settings.rerun_resamples
         draws = resample_cluster_means(sums, counts, resamples, rng)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from negotiation.analysis._bootstrap import BootstrapSettings, Interval, cluster_bootstrap
 from negotiation.analysis._errors import PairingError
 from negotiation.analysis._multiple import holm, interval_mark
+from negotiation.analysis._paired import PairedTables
 from negotiation.analysis._pairing import CLUSTER, buyer_split_series, combine_paired, metric_spec, paired_values
 
 
@@ -98,10 +99,15 @@ def run_family(
     """Every contrast from one Generator seeded by ``settings.seed``, Holm on the primaries.
 
     The specs run in the given order, so the same specs, tables and seed give
-    bit-identical intervals.
+    bit-identical intervals. Pairing goes through ``PairedTables`` (integer keys), which
+    agrees with ``contrast_values`` (the pandas reference).
     """
     rng = np.random.default_rng(settings.seed)
-    intervals = [contrast(frames, spec, settings, rng) for spec in specs]
+    tables = PairedTables(frames)
+    intervals = []
+    for spec in specs:
+        values, clusters = tables.values(spec)
+        intervals.append(cluster_bootstrap(values, clusters, settings, rng))
     primary_at = [i for i, spec in enumerate(specs) if spec.primary]
     rejected, adjusted = holm([intervals[i].p for i in primary_at], settings.alpha) if primary_at else ([], [])
     holm_by_index = {i: (bool(r), float(a)) for i, r, a in zip(primary_at, rejected, adjusted)}

@@ -110,9 +110,8 @@ def style_summary(turns: pd.DataFrame) -> pd.DataFrame:
         openers = seller["prose"].map(opener)
         counts = Counter(openers.dropna())
         top = counts.most_common(3)
-        repeated = openers.notna() & seller.assign(o=openers).groupby(list(EPISODE_KEY))["o"].transform(
-            lambda s: s.duplicated()
-        )
+        # Sorted by turn, a row "duplicated" within (episode, opener) repeats an earlier opener.
+        repeated = openers.notna() & seller.assign(o=openers).duplicated(subset=[*EPISODE_KEY, "o"])
         total = len(seller)
         rows.append({
             "arm": arm, "seller_turns": total,

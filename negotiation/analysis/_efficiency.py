@@ -116,16 +116,18 @@ def solve_scenarios(keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], Sc
 def deal_efficiency(episodes: pd.DataFrame, solutions: dict[tuple[str, int], ScenarioSolution]) -> pd.DataFrame:
     """Per episode: ``frontier_distance`` (signed, + inside), ``nash_distance`` and
     ``welfare_share`` (joint Ũ over the scenario's maximum); NaN on no-deals."""
-    out = pd.DataFrame(index=episodes.index, columns=["frontier_distance", "nash_distance", "welfare_share"],
-                       dtype=float)
-    deals = episodes[episodes["deal"].astype(bool)]
-    for (domain, seed), rows in deals.groupby(["domain", "seed"], sort=False):
+    out = np.full((len(episodes), 3), np.nan)
+    deals = np.flatnonzero(episodes["deal"].astype(bool).to_numpy())
+    points = episodes[["seller_u", "buyer_u"]].to_numpy(dtype=float)[deals]
+    groups = pd.DataFrame({"domain": episodes["domain"].to_numpy()[deals],
+                           "seed": episodes["seed"].to_numpy()[deals]}).groupby(["domain", "seed"]).indices
+    for (domain, seed), members in groups.items():
         key = (domain, int(seed))
         if key not in solutions:
             raise FrontierError("episodes", "domain,seed", f"no frontier for scenario {key!r}")
-        solution = solutions[key]
-        points = rows[["seller_u", "buyer_u"]].to_numpy(dtype=float)
-        out.loc[rows.index, "frontier_distance"] = signed_distance(solution.frontier, points)
-        out.loc[rows.index, "nash_distance"] = np.linalg.norm(points - solution.nash, axis=1)
-        out.loc[rows.index, "welfare_share"] = points.sum(axis=1) / solution.max_welfare
-    return out
+        solution, mine = solutions[key], points[members]
+        rows = deals[members]
+        out[rows, 0] = signed_distance(solution.frontier, mine)
+        out[rows, 1] = np.linalg.norm(mine - solution.nash, axis=1)
+        out[rows, 2] = mine.sum(axis=1) / solution.max_welfare
+    return pd.DataFrame(out, index=episodes.index, columns=["frontier_distance", "nash_distance", "welfare_share"])

@@ -73,41 +73,66 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], where: str) -> 
         raise MetricError(where, missing[0], f"column missing from the table (have {sorted(frame.columns)[:8]}...)")
 
 
-def _ratio(numerator: float, denominator: float) -> float:
-    return float(numerator / denominator) if denominator else float("nan")
+MEAN_COLUMNS = ("S", "deal_rate", "deal_u", "buyer_u", "welfare", "seller_u_dist", "seller_u_integ",
+                "buyer_u_dist", "buyer_u_integ", "mean_turns", "late_close_share", "at_cap_share",
+                "accept_with_terms_share")
+"""Metrics that are means of a per-episode column (NaN where an episode does not count)."""
+SUM_COLUMNS = ("n_bad_all", "n_turns", "n_bad_seller", "n_seller_turns")
 
 
-def _mean(series: pd.Series) -> float:
-    return float(series.mean()) if len(series) else float("nan")
+def _prepared(episodes: pd.DataFrame, context: MetricContext) -> pd.DataFrame:
+    """Per-episode columns whose group means (NaN skipped) are the metrics.
+
+    Deal-only columns are NaN on no-deals, whatever the table holds there, so a mean
+    over a group is the mean over its deals.
+    """
+    deal = episodes["deal"].astype(bool)
+    seller_u, buyer_u = episodes["seller_u"].astype(float), episodes["buyer_u"].astype(float)
+    closing = pd.to_numeric(episodes["closing_turn"], errors="coerce")
+    turns = episodes["n_turns"].astype(float)
+    out = pd.DataFrame({
+        "arm": episodes["arm"], "domain": episodes["domain"], "buyer": episodes["buyer"],
+        "S": episodes["S"].astype(float), "deal_rate": deal.astype(float),
+        "deal_u": seller_u.where(deal), "buyer_u": buyer_u.where(deal), "welfare": (seller_u + buyer_u).where(deal),
+        "mean_turns": turns,
+        "late_close_share": (closing >= context.converge_turn).astype(float).where(deal),
+        "at_cap_share": (~deal & (turns >= context.turn_cap)).astype(float),
+        "accept_with_terms_share": episodes["accept_had_terms"].astype(float).where(
+            deal & (episodes["closed_by"] == "seller")),
+    })
+    for part in ("seller_u_dist", "seller_u_integ", "buyer_u_dist", "buyer_u_integ"):
+        out[part] = episodes[part].astype(float).where(deal)
+    for column in SUM_COLUMNS:
+        out[column] = episodes[column].astype(float)
+    split = context.buyer_split or ("", "")
+    out["S_same"] = out["S"].where(episodes["buyer"] == split[0])
+    out["S_other"] = out["S"].where(episodes["buyer"] == split[1])
+    return out
+
+
+def _summaries(prepared: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """One row per group: every metric of ``outcome_summary`` plus the buyer split."""
+    groups = prepared.groupby(by, sort=False)
+    table = groups[list(MEAN_COLUMNS) + ["S_same", "S_other"]].mean()
+    sums = groups[list(SUM_COLUMNS)].sum()
+    table.insert(0, "episodes", groups.size())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["bad_parse_all"] = sums["n_bad_all"] / sums["n_turns"]
+        table["bad_parse_seller"] = sums["n_bad_seller"] / sums["n_seller_turns"]
+    table["buyer_split"] = table.pop("S_same") - table.pop("S_other")
+    return table
 
 
 def outcome_summary(episodes: pd.DataFrame, context: MetricContext) -> dict[str, float]:
     """Outcome metrics of one set of episodes.
 
     ``S`` is the mean score, so ``S = deal_rate·deal_u + (1 − deal_rate)·(−λ)`` holds
-    exactly; utilities, welfare and their distributive/integrative parts are deal-only.
+    exactly; utilities, welfare and their distributive/integrative parts are deal-only;
+    bad-parse rates pool turns (sum of bad turns over sum of turns).
     """
-    deals = episodes[episodes["deal"].astype(bool)]
-    seller_closed = deals[deals["closed_by"] == "seller"]
-    closing = pd.to_numeric(deals["closing_turn"], errors="coerce")
-    return {
-        "episodes": float(len(episodes)),
-        "S": _mean(episodes["S"].astype(float)),
-        "deal_rate": _mean(episodes["deal"].astype(float)),
-        "deal_u": _mean(deals["seller_u"]),
-        "buyer_u": _mean(deals["buyer_u"]),
-        "welfare": _mean(deals["seller_u"] + deals["buyer_u"]),
-        "seller_u_dist": _mean(deals["seller_u_dist"]),
-        "seller_u_integ": _mean(deals["seller_u_integ"]),
-        "buyer_u_dist": _mean(deals["buyer_u_dist"]),
-        "buyer_u_integ": _mean(deals["buyer_u_integ"]),
-        "mean_turns": _mean(episodes["n_turns"].astype(float)),
-        "bad_parse_all": _ratio(episodes["n_bad_all"].sum(), episodes["n_turns"].sum()),
-        "bad_parse_seller": _ratio(episodes["n_bad_seller"].sum(), episodes["n_seller_turns"].sum()),
-        "late_close_share": _mean((closing >= context.converge_turn).astype(float)),
-        "at_cap_share": _mean((~episodes["deal"].astype(bool) & (episodes["n_turns"] >= context.turn_cap)).astype(float)),
-        "accept_with_terms_share": _mean(seller_closed["accept_had_terms"].astype(float)),
-    }
+    prepared = _prepared(episodes, context).assign(_one=0)
+    row = _summaries(prepared, ["_one"]).iloc[0]
+    return {key: float(value) for key, value in row.drop("buyer_split").items()}
 
 
 def buyer_split(episodes: pd.DataFrame, split: tuple[str, str] | None) -> float:
@@ -115,41 +140,32 @@ def buyer_split(episodes: pd.DataFrame, split: tuple[str, str] | None) -> float:
     if split is None:
         return float("nan")
     same, other = (episodes.loc[episodes["buyer"] == name, "S"].astype(float) for name in split)
-    return _mean(same) - _mean(other) if len(same) and len(other) else float("nan")
-
-
-def panels(episodes: pd.DataFrame, context: MetricContext) -> dict[str, pd.DataFrame]:
-    """The episode subsets reported per arm: all, training, held out, per buyer, per domain."""
-    out = {
-        PANEL_ALL: episodes,
-        PANEL_TRAINING: episodes[episodes["domain"].isin(context.training_domains)],
-        PANEL_HELD_OUT: episodes[episodes["domain"].isin(context.held_out_domains)],
-    }
-    for buyer in sorted(episodes["buyer"].unique()):
-        out[f"buyer:{buyer}"] = episodes[episodes["buyer"] == buyer]
-    for domain in sorted(episodes["domain"].unique()):
-        out[f"domain:{domain}"] = episodes[episodes["domain"] == domain]
-    return out
+    return float(same.mean() - other.mean()) if len(same) and len(other) else float("nan")
 
 
 def metrics_table(frames: Mapping[str, pd.DataFrame], context: MetricContext) -> pd.DataFrame:
     """One row per (arm, panel) with every outcome metric and the buyer split.
 
+    Panels: ``all``, ``training``, ``held_out``, ``buyer:<name>``, ``domain:<name>``.
+
     Args:
-      frames: arm name -> episode table of that arm (error rows excluded upstream by
-        validation; here they count as episodes with NaN scores and would show as NaN).
+      frames: arm name -> episode table of that arm (validated: no error rows).
       context: the study's constants.
     """
-    rows = []
     for arm, episodes in frames.items():
         require_columns(episodes, EPISODE_COLUMNS, arm)
-        for panel, subset in panels(episodes, context).items():
-            if subset.empty:
-                continue
-            summary = outcome_summary(subset, context)
-            rows.append({"arm": arm, "panel": panel, **summary, "buyer_split": buyer_split(subset, context.buyer_split)})
-    table = pd.DataFrame(rows)
-    return table.astype({"episodes": int}) if not table.empty else table
+    prepared = _prepared(pd.concat(list(frames.values()), ignore_index=True), context)
+    family = prepared["domain"].map(
+        {**{d: PANEL_TRAINING for d in context.training_domains}, **{d: PANEL_HELD_OUT for d in context.held_out_domains}})
+    parts = [_summaries(prepared.assign(panel=PANEL_ALL), ["arm", "panel"]),
+             _summaries(prepared.assign(panel=family).dropna(subset=["panel"]), ["arm", "panel"]),
+             _summaries(prepared.assign(panel="buyer:" + prepared["buyer"].astype(str)), ["arm", "panel"]),
+             _summaries(prepared.assign(panel="domain:" + prepared["domain"].astype(str)), ["arm", "panel"])]
+    table = pd.concat(parts).reset_index()
+    order = {arm: i for i, arm in enumerate(frames)}
+    table = table.sort_values("arm", key=lambda arms: arms.map(order), kind="stable").reset_index(drop=True)
+    table.loc[table["panel"].str.startswith("buyer:"), "buyer_split"] = np.nan
+    return table.astype({"episodes": int})
 
 
 def score_identity_gap(row: Mapping[str, float], context: MetricContext) -> float:
@@ -161,6 +177,3 @@ def score_identity_gap(row: Mapping[str, float], context: MetricContext) -> floa
     return float(row["S"] - (deal_part + (1.0 - row["deal_rate"]) * -context.no_deal_penalty))
 
 
-def finite(value: float) -> bool:
-    """True for a finite float (NaN marks a metric with no episodes to average)."""
-    return bool(np.isfinite(value))

@@ -60,8 +60,12 @@ METRICS: dict[str, MetricSpec] = {
     "buyer_u_dist": MetricSpec("buyer Ũ distributive", True, _column("buyer_u_dist")),
     "buyer_u_integ": MetricSpec("buyer Ũ integrative", True, _column("buyer_u_integ")),
     "closes_late": MetricSpec("closes at or after the converge turn", True, _column("closes_late")),
+    "frontier_distance": MetricSpec("distance to the Pareto frontier", True, _column("frontier_distance")),
+    "nash_distance": MetricSpec("distance to the Nash point", True, _column("nash_distance")),
+    "welfare_share": MetricSpec("share of the maximum welfare", True, _column("welfare_share")),
 }
-"""Metrics a contrast can name; ``closes_late`` needs :func:`add_late_close`."""
+"""Metrics a contrast can name; ``closes_late`` needs :func:`add_late_close` and the last
+three need the per-deal efficiency columns (``deal_efficiency``)."""
 
 
 def metric_spec(metric: str) -> MetricSpec:

@@ -19,7 +19,7 @@ from negotiation.analysis._bootstrap import normal_band_width
 
 
 def make_settings(**overrides):
-    base = dict(resamples=10_000, level=0.95, alpha=0.05, rerun_resamples=100_000, mc_z=1.96, seed=7)
+    base = dict(resamples=10_000, level=0.95, alpha=0.05, rerun_resamples=100_000, mc_z=1.96, mc_band=0.001, seed=7)
     base.update(overrides)
     return BootstrapSettings(**base)
 
@@ -153,3 +153,12 @@ def test_interval_lies_between_extreme_cluster_means(rows, seed):
     assert means.min() - 1e-12 <= result.ci[0] <= result.ci[1] <= means.max() + 1e-12
     assert 0.0 < result.p <= 1.0
     assert result.mean == pytest.approx(values.mean())
+
+
+def test_protocol_band_triggers_a_rerun_even_when_the_measured_band_is_narrow():
+    # Cluster means 0.0005 and 0.0505: the low bound 0.0005 is inside the protocol's 0.001 band.
+    values, clusters = np.r_[np.full(4, 0.0005), np.full(4, 0.0505)], np.repeat([1, 2], 4)
+    narrow = make_settings(resamples=1_000, rerun_resamples=2_000, mc_z=1e-6)
+    assert cluster_bootstrap(values, clusters, narrow, np.random.default_rng(0)).rerun
+    no_band = make_settings(resamples=1_000, rerun_resamples=2_000, mc_z=1e-6, mc_band=0.0)
+    assert not cluster_bootstrap(values, clusters, no_band, np.random.default_rng(0)).rerun

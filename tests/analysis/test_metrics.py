@@ -88,3 +88,11 @@ def test_table2_parts_sum_to_the_deal_only_change():
 def test_missing_column_is_named():
     with pytest.raises(Exception, match="A:closing_turn: column missing"):
         metrics_table({"A": arm_a().drop(columns=["closing_turn"])}, CONTEXT)
+
+
+def test_table_split_matches_the_direct_definition():
+    from negotiation.analysis._metrics import buyer_split
+
+    table = metrics_table({"A": arm_a()}, CONTEXT).set_index("panel")
+    assert table.loc["all", "buyer_split"] == pytest.approx(buyer_split(arm_a(), ("x", "y")))
+    assert table.loc["domain:car", "buyer_split"] == pytest.approx(0.8 - (-0.3))

@@ -107,7 +107,7 @@ def test_family_marks_and_reproducibility():
                 rows_a.append(episode("A", domain, seed, buyer, seller_u=u + 0.1))
                 rows_b.append(episode("B", domain, seed, buyer, seller_u=u))
     frames = {"A": frame(rows_a), "B": frame(rows_b)}
-    settings = BootstrapSettings(resamples=1000, level=0.95, alpha=0.05, rerun_resamples=1000, mc_z=1.96, seed=3)
+    settings = BootstrapSettings(resamples=1000, level=0.95, alpha=0.05, rerun_resamples=1000, mc_z=1.96, mc_band=0.001, seed=3)
     specs = [ContrastSpec(name="gain", weights={"A": 1, "B": -1}, primary=True),
              ContrastSpec(name="buyer", weights={"A": 1, "B": -1}, buyer_split=("x", "y"))]
     first = run_family(frames, specs, settings)
@@ -117,3 +117,43 @@ def test_family_marks_and_reproducibility():
     assert gain.holm_rejected and gain.mark == "*"
     # Every scenario has the same 0.1 gain against both buyers: the split difference is exactly 0.
     assert split.interval.mean == pytest.approx(0.0, abs=1e-12) and split.mark == "" and split.holm_p is None
+
+
+def random_arms(seed, arms=("A", "B", "C")):
+    rng = np.random.default_rng(seed)
+    frames = {}
+    for arm in arms:
+        rows = [episode(arm, d, s, b, deal=bool(rng.random() < 0.8), seller_u=float(rng.random()),
+                        buyer_u=float(rng.random()), seller_dist=float(rng.random()) * 0.3)
+                for d in ("car", "job") for s in range(6) for b in ("x", "y")]
+        frames[arm] = frame(rows).sample(frac=1.0, random_state=seed)  # row order must not matter
+    return frames
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("spec", [
+    ContrastSpec(name="s", weights={"A": 1, "B": -1}),
+    ContrastSpec(name="gap", weights={"A": 1, "B": -1, "C": -1}, metric="welfare"),
+    ContrastSpec(name="held", weights={"C": 1, "A": -1}, metric="seller_u_dist", domains=("job",)),
+    ContrastSpec(name="split", weights={"A": 1, "B": -1}, buyer_split=("y", "x")),
+    ContrastSpec(name="split_deal", weights={"A": 1, "C": -1}, metric="buyer_u", buyer_split=("x", "y")),
+])
+def test_integer_keyed_pairing_matches_the_pandas_reference(seed, spec):
+    from negotiation.analysis._paired import PairedTables
+
+    frames = random_arms(seed)
+    reference = contrast_values(frames, spec)
+    values, clusters = PairedTables(frames).values(spec)
+    order = np.lexsort((values, clusters))
+    ref_order = np.lexsort((reference.to_numpy(), reference.index.get_level_values("seed")))
+    assert np.allclose(values[order], reference.to_numpy()[ref_order], atol=1e-12)
+    assert clusters[order].tolist() == reference.index.get_level_values("seed")[ref_order].tolist()
+
+
+def test_integer_keyed_pairing_names_unpaired_keys():
+    from negotiation.analysis._paired import PairedTables
+
+    arms = two_arms()
+    arms["B"] = arms["B"].iloc[:3]
+    with pytest.raises(PairingError, match=r"B:domain,seed,buyer: unpaired key \('job', 2, 'y'\)"):
+        PairedTables(arms).values(ContrastSpec(name="s", weights={"A": 1, "B": -1}))
