@@ -29,9 +29,9 @@ def test_freeze_covers_protocol_arms_and_named_domains_and_hashes_them(root):
 
 def test_a_changed_value_is_reported_with_its_key(root, edit):
     freeze("demo", root)
-    edit(root / "protocol/demo/protocol.yaml", "learning_rate: 3.0e-3", "learning_rate: 3.0e-2")
+    edit(root / "protocol/demo/protocol.yaml", "  no_deal_penalty: 0.3", "  no_deal_penalty: 0.4")
     (problem,) = lock_problems("demo", root)
-    assert problem.startswith("protocol/demo/protocol.yaml:training.learning_rate: changed since freeze")
+    assert problem.startswith("protocol/demo/protocol.yaml:environment.no_deal_penalty: changed since freeze")
     assert LOCK in problem
 
 
@@ -86,5 +86,5 @@ def test_freeze_refuses_overlapping_seed_blocks_and_invalid_studies(root, edit):
 def test_refreezing_changes_the_protocol_hash_only_when_a_frozen_file_changes(root, edit):
     first = freeze("demo", root).protocol_hash
     assert freeze("demo", root).protocol_hash == first
-    edit(root / "protocol/demo/protocol.yaml", "  warmup_steps: 5", "  warmup_steps: 4")
+    edit(root / "protocol/demo/protocol.yaml", "  converge_from_turn: 16", "  converge_from_turn: 15")
     assert freeze("demo", root).protocol_hash != first

@@ -29,7 +29,6 @@ def _error(root: Path) -> str:
     ('{spec: "scripted:boulware?e=0.2"', '{spec: "boulware e=0.2"', f"{PROTOCOL}:buyers.training.0.spec:"),
     ("family: time_dependent, weight: 0.8}", "family: time_dependent, weight: 0.7}", "weights sum to"),
     ("  episodes_per_arm: 144 ", "  episodes_per_arm: 145 ", f"{PROTOCOL}:evaluation.episodes_per_arm: 145 != 144"),
-    ("    early: 56 ", "    early: 57 ", f"{PROTOCOL}:training: Value error, read_points.early = 57"),
     ("{arm: w16_shared_cont, reference: w16_base}", "{arm: w16_shared_cont, reference: w16_nope}",
      f"{PROTOCOL}:statistics.primary_family.0.reference: 'w16_nope' is not an arm"),
     ("study: demo\ntitle", "study: paper\ntitle", f"{PROTOCOL}:study: 'paper' differs from the folder name 'demo'"),
@@ -50,6 +49,12 @@ def test_protocol_file_errors_name_file_key_and_value(root, edit, old, new, expe
 def test_arm_matrix_errors_name_file_and_arm(root, edit, old, new, expected):
     edit(root / ARMS, old, new)
     assert expected in _error(root)
+
+
+def test_a_read_point_must_be_a_checkpoint_step(root, edit):
+    edit(root / "protocol/paper/protocol.yaml", "    initial: 64", "    initial: 60")
+    with pytest.raises(ConfigError, match=r"protocol/paper/protocol.yaml:training: Value error, read_points.initial = 60"):
+        load_study("paper", root)
 
 
 def test_malformed_yaml_names_file_and_line(root):

@@ -53,11 +53,18 @@ def episodes(study, arm: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["arm", "domain", "seed", "buyer", "outcome"])
 
 
-def selection(study, arm: str, *, available=range(8, 65, 8), step=None, parent_step=64, **changes) -> SelectionRecord:
-    definition = study.arms[arm]
-    offset = parent_step if definition.parent_run else None
+def _saved(study, last: int) -> tuple[int, ...]:
+    """Checkpoint steps a run saves up to ``last``."""
+    every = study.protocol.training.checkpoint_every
+    return tuple(range(every, last + 1, every))
+
+
+def selection(study, arm: str, *, available=None, step=None, parent_step=None, **changes) -> SelectionRecord:
+    definition, recipe = study.arms[arm], study.protocol.training
+    offset = (recipe.initial_steps if parent_step is None else parent_step) if definition.parent_run else None
     rule = study.read_step(arm) - (offset or 0)
     step = rule if step is None else step
+    available = _saved(study, max(rule, recipe.initial_steps)) if available is None else available
     body = dict(version=1, study="demo", arm=arm, run=definition.run, parent_step=offset, rule_step=rule, step=step,
                 substitution=step != rule, available_steps=tuple(available), checkpoint=f"runs/{arm}/step_{step}",
                 protocol_hash=_digest(study))
@@ -104,9 +111,11 @@ def test_compliant_results_pass_every_check(root, results):
 
 def test_uncovered_substitution_fails_then_a_deviation_covers_it(root, results):
     study, layout = results
-    write_record(selection(study, "w16_lr3x", available=(8, 16, 24, 32, 40, 48), step=48), layout.selection("w16_lr3x"))
+    rule, every = study.read_step("w16_lr3x"), study.protocol.training.checkpoint_every
+    earlier = rule - every
+    write_record(selection(study, "w16_lr3x", available=_saved(study, earlier), step=earlier), layout.selection("w16_lr3x"))
     (problem,) = failures(run_audit("demo", root=root), "read_points")
-    assert problem.startswith("outputs/demo/select/w16_lr3x.json:step: 48 substitutes for missing step 56")
+    assert problem.startswith(f"outputs/demo/select/w16_lr3x.json:step: {earlier} substitutes for missing step {rule}")
     deviation(root, 1, "checkpoint_substitution", arms=["w16_lr3x"])
     report = run_audit("demo", root=root)
     assert report.passed and [f.deviations for f in report.findings if f.status == "covered"] == [(1,)]
@@ -114,19 +123,24 @@ def test_uncovered_substitution_fails_then_a_deviation_covers_it(root, results):
 
 def test_a_chosen_read_point_needs_a_read_point_deviation(root, results):
     study, layout = results
-    write_record(selection(study, "w16_lr3x", step=48), layout.selection("w16_lr3x"))
+    rule, every = study.read_step("w16_lr3x"), study.protocol.training.checkpoint_every
+    write_record(selection(study, "w16_lr3x", step=rule - every), layout.selection("w16_lr3x"))
     deviation(root, 1, "checkpoint_substitution", arms=["w16_lr3x"])  # wrong category for a choice
     (problem,) = failures(run_audit("demo", root=root), "read_points")
-    assert problem.startswith("outputs/demo/select/w16_lr3x.json:step: 48 chosen although the rule's step 56 exists")
+    assert problem.startswith(f"outputs/demo/select/w16_lr3x.json:step: {rule - every} chosen although the rule's step {rule} exists")
 
 
 def test_continuation_branch_and_rule_step_are_checked(root, results):
     study, layout = results
-    write_record(selection(study, "w16_shared_cont", parent_step=56), layout.selection("w16_shared_cont"))
+    recipe = study.protocol.training
+    branch = recipe.initial_steps - recipe.checkpoint_every
+    write_record(selection(study, "w16_shared_cont", parent_step=branch), layout.selection("w16_shared_cont"))
     (problem,) = failures(run_audit("demo", root=root), "read_points")
-    assert problem.startswith("outputs/demo/select/w16_shared_cont.json:parent_step: continuation branched at 56")
-    write_record(selection(study, "w16_lr3x", rule_step=64, step=64, substitution=False), layout.selection("w16_lr3x"))
-    assert "outputs/demo/select/w16_lr3x.json:rule_step: 64, but the protocol's rule gives 56" in failures(
+    assert problem.startswith(f"outputs/demo/select/w16_shared_cont.json:parent_step: continuation branched at {branch}")
+    rule, wrong = study.read_step("w16_lr3x"), recipe.initial_steps + recipe.checkpoint_every
+    write_record(selection(study, "w16_lr3x", rule_step=wrong, step=wrong, substitution=False,
+                           available=_saved(study, wrong)), layout.selection("w16_lr3x"))
+    assert f"outputs/demo/select/w16_lr3x.json:rule_step: {wrong}, but the protocol's rule gives {rule}" in failures(
         run_audit("demo", root=root), "read_points")
 
 

@@ -9,8 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from negotiation.errors import ConfigError
 from negotiation.protocol import load_study
-from negotiation.registry import CheckpointError, list_checkpoint_steps, select_checkpoint, select_read_point
+from negotiation.registry import (
+    CheckpointError,
+    list_checkpoint_steps,
+    load_registry,
+    select_checkpoint,
+    select_read_point,
+)
 
 EVERY_8 = range(8, 65, 8)  # validation and checkpoints every 8 steps
 
@@ -81,15 +88,24 @@ def test_listing_rejects_a_folder_whose_info_names_another_step(tmp_path):
         list_checkpoint_steps(tmp_path / "absent")
 
 
-def test_select_checkpoint_for_a_continuation_whose_parent_lost_its_final_step(tmp_path):
-    demo = load_study("demo")
-    parent, run = tmp_path / "w16_shared_init", tmp_path / "w16_shared_cont"
+def test_select_checkpoint_for_the_paper_31b_continuation_whose_parent_lost_step_64(tmp_path):
+    paper = load_study("paper")
+    parent, run = tmp_path / "31b_shared_init", tmp_path / "31b_shared_cont"
     for step in range(8, 57, 8):  # 64 lost
         _checkpoint(parent, step)
     for step in range(8, 49, 8):
         _checkpoint(run, step)
-    record = select_checkpoint(demo, "w16_shared_cont", run, parent_run_dir=parent)
+    record = select_checkpoint(paper, "31b_shared_104", run, parent_run_dir=parent)
     assert (record.parent_step, record.rule_step, record.step, record.substitution) == (56, 48, 48, False)
     assert record.combined_step == 104 and record.checkpoint == str(run / "step_48")
-    early = select_checkpoint(demo, "w16_lr3x", parent)
-    assert (early.parent_step, early.rule_step, early.step) == (None, 56, 56)
+    assert select_checkpoint(paper, "31b_shared_104", run, parent_step=64).step == 40
+
+
+def test_select_checkpoint_for_an_added_arm_reads_its_own_rule(tmp_path):
+    paper, added = load_study("paper"), load_registry("paper").added
+    for step in range(8, 57, 8):  # the 2.3B 3x run lost step 64
+        _checkpoint(tmp_path, step)
+    record = select_checkpoint(paper, "e2b_lr3x_56", tmp_path, arm=added["e2b_lr3x_56"])
+    assert (record.parent_step, record.rule_step, record.step, record.substitution) == (None, 64, 56, True)
+    with pytest.raises(ConfigError, match="arms.e2b_base: not a trained arm"):
+        select_checkpoint(paper, "e2b_base", tmp_path)
