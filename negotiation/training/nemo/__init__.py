@@ -11,7 +11,7 @@ from negotiation.training.nemo._backend import BackendUnavailableError, backend_
 from negotiation.training.nemo._cli import default_runs_dir, train_config
 from negotiation.training.nemo._config import grpo_config, lr_schedule, stop_token_ids, write_train_config
 from negotiation.training.nemo._dataset import (
-    build_datums, buyer_assignment, load_prompt_builder, training_scenarios, validation_scenarios,
+    build_datums, load_prompt_builder, training_scenarios, validation_scenarios,
 )
 from negotiation.training.nemo._export import CheckpointLayoutError, checkpoint_format, export_hf
 from negotiation.training.nemo._launch import RUN_RECORD, launch_training, read_train_config
@@ -25,7 +25,7 @@ from negotiation.training.nemo._turn_tags import (
 __all__ = [
     "ENV_NAME", "RUN_RECORD", "TASK_NAME", "BackendUnavailableError", "CheckpointLayoutError",
     "EpisodeState", "NegotiationStepLogic", "NemoEnvSettings", "RunPaths", "RunPlan", "StepOutcome",
-    "TurnTagError", "TurnTags", "backend_problems", "build_datums", "buyer_assignment",
+    "TurnTagError", "TurnTags", "backend_problems", "build_datums",
     "check_round_trip", "checkpoint_format", "default_runs_dir", "derive_turn_tags", "env_settings",
     "environment_actor_class", "environment_class", "export_hf", "grpo_config", "launch_training", "load_prompt_builder",
     "lr_schedule", "plan_run", "read_train_config", "require_backend", "resolve_tracking_uri",

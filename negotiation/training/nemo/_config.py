@@ -28,15 +28,13 @@ from negotiation.training.nemo._plan import RunPaths, RunPlan
 from negotiation.training.nemo._state import ENV_NAME, NemoEnvSettings
 from negotiation.training.nemo._turn_tags import TurnTags, template_kwargs
 
-__all__ = ["BASE_CONFIG", "DEFAULT_PROMPT_BUILDER", "WARMUP_START_FACTOR", "grpo_config", "llm_size", "lr_schedule",
+__all__ = ["BASE_CONFIG", "DEFAULT_PROMPT_BUILDER", "grpo_config", "llm_size", "lr_schedule",
            "stop_token_ids", "write_train_config"]
 
 BASE_CONFIG = "grpo_math_1B.yaml"
 """NeMo-RL example config (``examples/configs/``) whose sections the generated YAML overrides."""
 DEFAULT_PROMPT_BUILDER = "negotiation.env:seller_training_messages"
 """``module:function`` building the seller's opening chat messages from its turn-1 view."""
-WARMUP_START_FACTOR = 1.0e-8
-"""Linear warmup starts from (almost) zero, as NeMo-RL's Gemma 4 recipes do; LinearLR needs > 0."""
 
 _OPTIMIZERS = {
     "fused_adam": "transformer_engine.pytorch.optimizers.fused_adam.FusedAdam",
@@ -55,19 +53,25 @@ def stop_token_ids(tags: TurnTags, eos_token_id: int | None) -> list[int]:
 
 
 def lr_schedule(warmup_steps: int, steps: int, floor: float) -> list[dict[str, Any]]:
-    """NeMo-RL ``policy.scheduler``: linear warmup into a cosine that reaches ``floor`` at ``steps``.
+    """NeMo-RL ``policy.scheduler`` giving the demo trainer's schedule (``negotiation.training.lr_at``).
 
-    NeMo-RL steps the scheduler once per GRPO step, so the cosine spans the steps after warmup.
+    NeMo-RL steps the scheduler once per GRPO step and step ``k`` (0-based) trains at the rate
+    after ``k`` scheduler steps. A LinearLR from ``1/W`` over ``W - 1`` iterations gives
+    ``peak (k + 1) / W`` during warmup, reaching the peak on the last warmup step; the cosine
+    then takes over with ``T_max = steps - W`` and reaches the floor on the run's last step.
     """
     if not 0 <= warmup_steps < steps:
         raise ConfigError(f"training.warmup_steps: {warmup_steps} must be below the run's {steps} steps")
+    if warmup_steps <= 1:
+        # One warmup step is the peak itself; with none the cosine starts at the peak (one step
+        # earlier than lr_at, which has no schedule NeMo-RL's scheduler list can express).
+        return [{"name": "torch.optim.lr_scheduler.CosineAnnealingLR",
+                 "kwargs": {"T_max": steps - warmup_steps, "eta_min": floor}}]
+    warmup = {"name": "torch.optim.lr_scheduler.LinearLR",
+              "kwargs": {"start_factor": 1.0 / warmup_steps, "end_factor": 1.0, "total_iters": warmup_steps - 1}}
     cosine = {"name": "torch.optim.lr_scheduler.CosineAnnealingLR",
               "kwargs": {"T_max": steps - warmup_steps, "eta_min": floor}}
-    if warmup_steps == 0:
-        return [cosine]
-    warmup = {"name": "torch.optim.lr_scheduler.LinearLR",
-              "kwargs": {"start_factor": WARMUP_START_FACTOR, "end_factor": 1.0, "total_iters": warmup_steps}}
-    return [warmup, cosine, {"milestones": [warmup_steps]}]
+    return [warmup, cosine, {"milestones": [warmup_steps - 1]}]
 
 
 def llm_size(study: Study, plan: RunPlan) -> Any:

@@ -12,7 +12,6 @@ weights into the policy (never into the KL reference), and train.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -21,6 +20,7 @@ import yaml
 from negotiation.env import prompt_hash
 from negotiation.errors import ConfigError
 from negotiation.protocol import load_study, protocol_hash
+from negotiation.training._tracking import git_commit
 from negotiation.training.nemo._backend import import_backend, require_backend
 from negotiation.training.nemo._config import BASE_CONFIG, stop_token_ids
 from negotiation.training.nemo._dataset import (
@@ -84,12 +84,15 @@ def _turn_tags(tokenizer: Any, config: Any, settings: NemoEnvSettings, first_pro
     return tags
 
 
-def _git_commit(root: Path) -> str:
+def _parent_mlflow_run(config: Any, plan: RunPlan) -> str:
+    """MLflow run id of the parent run, from its run record (empty for an initial run)."""
+    if plan.parent_run is None:
+        return ""
+    record = Path(config.checkpointing["checkpoint_dir"]).parent.parent / plan.parent_run / RUN_RECORD
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return json.loads(record.read_text(encoding="utf-8")).get("mlflow_run_id", "")
+    except (OSError, json.JSONDecodeError):
+        return ""  # a parent trained elsewhere: the parent_arm tag still names it
 
 
 def _open_mlflow_run(config: Any, plan: RunPlan, ours: dict[str, Any], root: Path) -> str:
@@ -100,11 +103,12 @@ def _open_mlflow_run(config: Any, plan: RunPlan, ours: dict[str, Any], root: Pat
     mlflow.set_tracking_uri(cfg["tracking_uri"])
     experiment = mlflow.get_experiment_by_name(cfg["experiment_name"])
     experiment_id = experiment.experiment_id if experiment else mlflow.create_experiment(cfg["experiment_name"])
-    tags = {"study": plan.study, "arm": plan.arm or "", "run": plan.run, "size": plan.size,
-            "lr_multiple": str(plan.lr_multiple), "parent_run": plan.parent_run or "",
-            "protocol_hash": ours.get("protocol_hash") or "", "prompt_hash": ours.get("prompt_hash") or "",
-            "git_commit": _git_commit(root),
-            "backend": "nemo-rl", "step_offset": str(plan.step_offset)}
+    # The demo trainer's tag keys ("arm" is the training run), plus what only this backend has.
+    tags = {"study": plan.study, "arm": plan.run, "size": plan.size, "lr_multiple": str(plan.lr_multiple),
+            "parent_run": _parent_mlflow_run(config, plan), "parent_arm": plan.parent_run or "",
+            "protocol_hash": ours.get("protocol_hash") or "", "git_commit": git_commit(root), "phase": "training",
+            "prompt_hash": ours.get("prompt_hash") or "", "backend": "nemo-rl",
+            "step_offset": str(plan.step_offset), "requested_arm": plan.arm or ""}
     run = mlflow.MlflowClient().create_run(experiment_id, run_name=plan.run, tags=tags)
     cfg["run_id"] = run.info.run_id
     return run.info.run_id
@@ -160,7 +164,7 @@ def launch_training(config_path: Path, *, overrides: Sequence[str] = (), root: P
         generation, tokenizer)
     cap = config.data["max_input_seq_length"]
     train = build_datums(states, tokenizer=tokenizer, prompt_builder=builder, settings=settings, max_prompt_tokens=cap)
-    val = build_datums(validation_scenarios(study.protocol, seed=plan.seed), tokenizer=tokenizer,
+    val = build_datums(validation_scenarios(study.protocol), tokenizer=tokenizer,
                        prompt_builder=builder, settings=settings, max_prompt_tokens=cap)
     from negotiation.training.nemo._actor import environment_actor_class
 

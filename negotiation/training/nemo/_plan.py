@@ -17,10 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, Study
+from negotiation.training import DEFAULT_TRACKING_URI
 
-__all__ = ["DEFAULT_TRACKING_URI", "RunPaths", "RunPlan", "plan_run", "resolve_tracking_uri"]
-
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+__all__ = ["RunPaths", "RunPlan", "plan_run", "resolve_tracking_uri"]
 
 
 class RunPlan(BaseModel):

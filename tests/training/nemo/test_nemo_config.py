@@ -12,6 +12,7 @@ import yaml
 from negotiation.env import prompt_hash
 from negotiation.errors import ConfigError
 from negotiation.protocol import load_study
+from negotiation.training import lr_at
 from negotiation.training.nemo import (
     RunPaths, RunPlan, derive_turn_tags, env_settings, grpo_config, lr_schedule, plan_run, resolve_tracking_uri,
     stop_token_ids, template_kwargs, write_train_config,
@@ -66,7 +67,7 @@ def test_initial_run_config_holds_the_recipe(tmp_path):
     assert (grpo["num_prompts_per_step"], grpo["num_generations_per_prompt"], grpo["max_num_steps"]) == (16, 8, 64)
     assert grpo["max_rollout_turns"] == 13
     assert grpo["use_leave_one_out_baseline"] is True and grpo["normalize_rewards"] is True
-    assert (grpo["val_period"], grpo["val_at_start"], grpo["max_val_samples"], grpo["val_batch_size"]) == (8, True, 16, 16)
+    assert (grpo["val_period"], grpo["val_at_start"], grpo["max_val_samples"], grpo["val_batch_size"]) == (8, True, 64, 64)
     assert (loss["reference_policy_kl_penalty"], loss["reference_policy_kl_type"], loss["use_kl_in_reward"]) == \
         (0.04, "k3", False)
     assert (loss["ratio_clip_min"], loss["ratio_clip_max"], loss["token_level_loss"]) == (0.2, 0.2, True)
@@ -78,7 +79,8 @@ def test_initial_run_config_holds_the_recipe(tmp_path):
     assert policy["optimizer"]["name"].endswith("FusedAdam")
     assert policy["optimizer"]["kwargs"]["exp_avg_dtype"] == "torch.bfloat16"
     warmup, cosine, milestones = policy["scheduler"]
-    assert warmup["kwargs"]["total_iters"] == 5 and milestones == {"milestones": [5]}
+    assert warmup["kwargs"] == {"start_factor": 0.2, "end_factor": 1.0, "total_iters": 4}
+    assert milestones == {"milestones": [4]}
     assert cosine["kwargs"] == {"T_max": 59, "eta_min": pytest.approx(1e-7)}
 
 
@@ -134,7 +136,7 @@ def test_lr_multiples_scale_peak_and_floor(tmp_path):
 
 
 def _lrs(schedule: list[dict], peak: float, steps: int) -> list[float]:
-    """Learning rate at GRPO steps 0..steps, built the way NeMo-RL builds ``policy.scheduler``."""
+    """Rate of GRPO steps 0..steps-1, built and stepped the way NeMo-RL does (once per step)."""
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=peak)
     parts = [getattr(torch.optim.lr_scheduler, s["name"].rsplit(".", 1)[1])(optimizer, **s["kwargs"])
              for s in schedule if "name" in s]
@@ -142,22 +144,31 @@ def _lrs(schedule: list[dict], peak: float, steps: int) -> list[float]:
     scheduler = torch.optim.lr_scheduler.SequentialLR(optimizer, parts, milestones[0]["milestones"]) \
         if milestones else parts[0]
     lrs = []
-    for _ in range(steps + 1):
+    for _ in range(steps):
         lrs.append(optimizer.param_groups[0]["lr"])
         scheduler.step()  # no optimizer.step(): only the rate matters, and it avoids torch's compile imports
     return lrs
 
 
 @pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before `optimizer.step\\(\\)`")
-@pytest.mark.parametrize("steps", [64, 40])
-def test_schedule_warms_up_then_follows_the_cosine_to_the_floor(steps):
+@pytest.mark.parametrize("steps", [64, 40, 48])
+def test_schedule_warms_up_restarts_and_ends_on_the_floor(steps):
     lrs = _lrs(lr_schedule(5, steps, 1e-7), 1e-6, steps)
-    assert lrs[0] == pytest.approx(1e-14)  # warmup starts from ~0 (start factor 1e-8)
-    assert lrs[1] == pytest.approx(1e-6 * (1e-8 + (1 - 1e-8) / 5))
-    assert lrs[5] == pytest.approx(1e-6)  # peak when warmup ends
+    assert lrs[0] == pytest.approx(2e-7)  # peak / 5 on the first step of every run, restarts included
+    assert lrs[1] == pytest.approx(4e-7)
+    assert lrs[4] == pytest.approx(1e-6)  # the peak on the last warmup step
     t = 12
-    assert lrs[5 + t] == pytest.approx(1e-7 + 0.9e-6 * (1 + math.cos(math.pi * t / (steps - 5))) / 2)
-    assert lrs[steps] == pytest.approx(1e-7)  # floor at the run's last step
+    assert lrs[4 + t] == pytest.approx(1e-7 + 0.9e-6 * (1 + math.cos(math.pi * t / (steps - 5))) / 2)
+    assert lrs[steps - 1] == pytest.approx(1e-7)  # the floor on the run's last step
+    # The same schedule as the demo trainer's, step for step.
+    reference = [lr_at(k, peak=1e-6, floor=1e-7, warmup_steps=5, total_steps=steps) for k in range(steps)]
+    assert lrs == pytest.approx(reference, rel=1e-9, abs=1e-18)
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before `optimizer.step\\(\\)`")
+def test_one_warmup_step_is_the_peak_then_cosine():
+    lrs = _lrs(lr_schedule(1, 10, 0.0), 1.0, 10)
+    assert lrs == pytest.approx([lr_at(k, peak=1.0, floor=0.0, warmup_steps=1, total_steps=10) for k in range(10)])
 
 
 def test_schedule_without_warmup_and_impossible_warmup():
