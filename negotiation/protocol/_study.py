@@ -38,8 +38,7 @@ def resolve_read_step(protocol: Protocol, arm: Arm) -> int:
     return protocol.training.read_points[arm.read_point]
 
 
-def _run_problems(name: str, arm: Arm, runs: Mapping[str, Arm], protocol: Protocol) -> list[tuple[str, str]]:
-    key = f"arms.{name}"
+def _run_problems(key: str, arm: Arm, runs: Mapping[str, Arm], protocol: Protocol) -> list[tuple[str, str]]:
     problems = []
     owner = runs[arm.run]
     for field in ("size", "lr_multiple", "parent_run"):
@@ -64,12 +63,13 @@ def _run_problems(name: str, arm: Arm, runs: Mapping[str, Arm], protocol: Protoc
 
 
 def arm_problems(
-    protocol: Protocol, arms: Mapping[str, Arm], *, other_arms: Mapping[str, Arm] | None = None
+    protocol: Protocol, arms: Mapping[str, Arm], *, other_arms: Mapping[str, Arm] | None = None,
+    section: str = "arms",
 ) -> list[tuple[str, str]]:
     """``(key, reason)`` for arms whose size, read point or run does not match the protocol.
 
     ``other_arms`` (the frozen matrix, when checking added arms) supply runs that ``arms`` may
-    continue or share.
+    continue or share; ``section`` is the file's top-level key the arms sit under.
     """
     problems: list[tuple[str, str]] = []
     runs: dict[str, Arm] = {}
@@ -78,14 +78,14 @@ def arm_problems(
             runs.setdefault(arm.run, arm)
     for name, arm in arms.items():
         if arm.size is not None and arm.size not in protocol.sizes:
-            problems.append((f"arms.{name}.size", f"unknown size {arm.size!r}; known: {sorted(protocol.sizes)}"))
+            problems.append((f"{section}.{name}.size", f"unknown size {arm.size!r}; known: {sorted(protocol.sizes)}"))
             continue
         if arm.read_point is not None and arm.read_point not in protocol.training.read_points:
-            problems.append((f"arms.{name}.read_point", f"unknown read point {arm.read_point!r}; known: "
+            problems.append((f"{section}.{name}.read_point", f"unknown read point {arm.read_point!r}; known: "
                              f"{sorted(protocol.training.read_points)}"))
             continue
         if arm.kind == "trained":
-            problems.extend(_run_problems(name, arm, runs, protocol))
+            problems.extend(_run_problems(f"{section}.{name}", arm, runs, protocol))
     return problems
 
 

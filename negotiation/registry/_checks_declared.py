@@ -114,11 +114,11 @@ def check_deviation_arms(ctx: AuditContext) -> Iterator[Finding]:
 
 def _added_arm_findings(ctx: AuditContext, name: str) -> Iterator[Finding]:
     arm, log = ctx.registry.added[name], ctx.registry.deviations
-    where = f"{ctx.show(ctx.registry.dir / 'arms.yaml')}:arms.{name}"
+    where = f"{ctx.show(ctx.registry.dir / 'arms.yaml')}:added_arms.{name}"
     if name in ctx.study.arms:
         yield _fail("arms", f"{where}: already an arm of the frozen matrix")
         return
-    for key, reason in arm_problems(ctx.study.protocol, {name: arm}, other_arms=ctx.study.arms):
+    for key, reason in arm_problems(ctx.study.protocol, {name: arm}, other_arms=ctx.study.arms, section="added_arms"):
         yield _fail("arms", f"{ctx.show(ctx.registry.dir / 'arms.yaml')}:{key}: {reason}")
     active = {e.id for e in log.active()}
     for entry_id in arm.deviations:

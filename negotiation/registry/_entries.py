@@ -37,8 +37,8 @@ class AddedArms(StrictModel):
     """File format version."""
     study: str
     """Study name; equals the folder name."""
-    arms: dict[ArmName, AddedArm] = Field(default_factory=dict)
-    """Added arms keyed by name."""
+    added_arms: dict[ArmName, AddedArm] = Field(default_factory=dict)
+    """Added arms keyed by name (a key other than ``arms``, so DVC can read both files as vars)."""
 
 
 class SignOff(StrictModel):
@@ -102,7 +102,7 @@ def _load_added(path: Path, study: str, root: Path, problems: list[str]) -> dict
         return {}
     if added.study != study:
         problems.append(f"{display_path(path, root)}:study: {added.study!r} differs from {study!r}")
-    return dict(added.arms)
+    return dict(added.added_arms)
 
 
 def _load_signoffs(folder: Path, root: Path, problems: list[str]) -> dict[str, SignOff]:

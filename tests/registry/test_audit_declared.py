@@ -122,7 +122,7 @@ def test_a_deviation_naming_an_unknown_arm_or_buyer_fails(root):
 
 ADDED = """version: 1
 study: demo
-arms:
+added_arms:
   w16_lr5x:
     kind: trained
     description: width-16 policy at 5x the shared LR
@@ -138,7 +138,7 @@ arms:
 def test_an_added_arm_without_its_deviation_is_outside_the_matrix(root):
     (root / "registry/demo/arms.yaml").write_text(ADDED)
     assert failures(run_audit("demo", root=root)) == [
-        "registry/demo/arms.yaml:arms.w16_lr5x.deviations: entry 1 does not exist",
+        "registry/demo/arms.yaml:added_arms.w16_lr5x.deviations: entry 1 does not exist",
         "w16_lr5x: added outside the frozen matrix; no active deviation (arm_added) covers it",
     ]
     write_deviation(root, "0001-add-5x.yaml", id=1, category="arm_added", arms=["w16_lr5x"])
@@ -151,14 +151,14 @@ def test_a_superseded_arm_added_entry_no_longer_covers(root):
     write_deviation(root, "0001-add-5x.yaml", id=1, category="arm_added", arms=["w16_lr5x"])
     write_deviation(root, "0002-withdraw.yaml", id=2, category="arm_added", arms=["w16_lr3x"], supersedes=1)
     assert failures(run_audit("demo", root=root), "arms")[0] == (
-        "registry/demo/arms.yaml:arms.w16_lr5x.deviations: entry 1 is superseded")
+        "registry/demo/arms.yaml:added_arms.w16_lr5x.deviations: entry 1 is superseded")
 
 
 def test_an_added_arm_must_fit_the_protocol(root, edit):
     (root / "registry/demo/arms.yaml").write_text(ADDED.replace("read_point: early", "read_step: 60"))
     write_deviation(root, "0001-add-5x.yaml", id=1, category="arm_added", arms=["w16_lr5x"])
     assert failures(run_audit("demo", root=root)) == [
-        "registry/demo/arms.yaml:arms.w16_lr5x.read_step: reads combined step 60, not a checkpoint (every 8) "
+        "registry/demo/arms.yaml:added_arms.w16_lr5x.read_step: reads combined step 60, not a checkpoint (every 8) "
         "of a run planned for 64 steps"]
 
 

@@ -79,7 +79,7 @@ def test_superseding_an_entry_withdraws_its_coverage(paper_results, edit):
     report = run_audit("paper", root=paper_results)
     problems = [f.evidence for f in report.findings if f.status == "fail"]
     assert problems == [
-        "registry/paper/arms.yaml:arms.e2b_lr10x_56.deviations: entry 4 is superseded",
+        "registry/paper/arms.yaml:added_arms.e2b_lr10x_56.deviations: entry 4 is superseded",
         "outputs/paper/select/e2b_lr10x_56.json:step: 56 substitutes for missing step 64; no active deviation "
         "(checkpoint_substitution or read_point) covers it",
     ]
