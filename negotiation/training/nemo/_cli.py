@@ -16,7 +16,9 @@ from negotiation.env import REPO_ROOT
 from negotiation.protocol import load_study, protocol_hash
 from negotiation.training.nemo._backend import import_backend
 from negotiation.errors import ConfigError
-from negotiation.training.nemo._config import DEFAULT_PROMPT_BUILDER, grpo_config, llm_size, write_train_config
+from negotiation.training.nemo._config import (
+    DEFAULT_PROMPT_BUILDER, grpo_config, llm_size, write_train_config,
+)
 from negotiation.training.nemo._plan import RunPaths, plan_run, resolve_tracking_uri
 from negotiation.training.nemo._state import env_settings
 from negotiation.training.nemo._turn_tags import derive_turn_tags, template_kwargs
@@ -35,22 +37,29 @@ def load_hf_tokenizer(name: str) -> Any:
     try:
         return transformers.AutoTokenizer.from_pretrained(name)
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"--tokenizer: cannot load {name!r} ({exc}); pass --tokenizer DIR or --no-tokenizer") from exc
+        raise ConfigError(f"--tokenizer: cannot load {name!r} ({exc}); "
+                          "pass --tokenizer DIR or --no-tokenizer") from exc
 
 
 def train_config(
     study: str = typer.Argument(..., help="Study under protocol/, e.g. paper."),
-    arm: str = typer.Argument(..., help="Trained arm (its run is configured) or a run name, e.g. a parent-only run."),
+    arm: str = typer.Argument(..., help="Trained arm (its run is configured) or a run name."),
     out: Optional[Path] = typer.Option(None, "--out", help="YAML path; default <runs-dir>/<run>/grpo.yaml."),
-    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Training root; default outputs/<study>/train."),
-    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="Tokenizer for turn tags; default the size's checkpoint."),
-    no_tokenizer: bool = typer.Option(False, "--no-tokenizer", help="Leave turn tags and stop ids to the launcher."),
-    parent_step: Optional[int] = typer.Option(None, "--parent-step", help="Branch a continuation at this step (a logged deviation)."),
-    seed: int = typer.Option(0, "--seed", help="Training seed (grpo.seed and buyer mixture order)."),
-    gpus_per_node: Optional[int] = typer.Option(None, "--gpus-per-node", help="Default: the size's train tensor-parallel degree."),
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir",
+                                            help="Training root; default outputs/<study>/train."),
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer",
+                                            help="Tokenizer for turn tags; default the size's checkpoint."),
+    no_tokenizer: bool = typer.Option(False, "--no-tokenizer",
+                                      help="Leave turn tags and stop ids to the launcher."),
+    parent_step: Optional[int] = typer.Option(None, "--parent-step",
+                                              help="Branch a continuation here (log a deviation)."),
+    seed: int = typer.Option(0, "--seed", help="Training seed (grpo.seed and the dataset order)."),
+    gpus_per_node: Optional[int] = typer.Option(None, "--gpus-per-node",
+                                                help="Default: the size's train tensor-parallel degree."),
     num_nodes: int = typer.Option(1, "--num-nodes", help="Nodes of the Ray cluster."),
-    prompt_builder: str = typer.Option(DEFAULT_PROMPT_BUILDER, "--prompt-builder", help="module:function of the seller's opening prompt."),
-    root: Optional[Path] = typer.Option(None, "--root", help="Repository root holding protocol/ (default: this checkout)."),
+    prompt_builder: str = typer.Option(DEFAULT_PROMPT_BUILDER, "--prompt-builder",
+                                       help="module:function of the seller's opening prompt."),
+    root: Optional[Path] = typer.Option(None, "--root", help="Repository root holding protocol/."),
 ) -> Path:
     """Write the NeMo-RL GRPO config of ARM's training run from the frozen protocol."""
     loaded = load_study(study, root)

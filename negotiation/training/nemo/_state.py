@@ -88,11 +88,11 @@ class NemoEnvSettings(_Record):
 
 def env_settings(study: str, root: Path | None = None, tags: TurnTags | None = None) -> NemoEnvSettings:
     """Settings for ``study``'s training phase, read from its protocol (never retyped)."""
-    # The CLI package owns the protocol -> EnvConfig mapping; reuse it rather than restate it.
-    from negotiation.cli import env_config_for
     from negotiation.protocol import load_study
+    from negotiation.training import training_env  # the demo trainer's protocol -> EnvConfig map
 
-    config, environment = env_config_for(study, "training", root), load_study(study, root).protocol.environment
+    protocol = load_study(study, root).protocol
+    config, environment = training_env(protocol), protocol.environment
     return NemoEnvSettings(study=study, max_rounds=config.max_rounds,
                            no_deal_penalty=config.no_deal_penalty, g_fmt=config.g_fmt,
                            g_len=config.g_len, t_soft=config.t_soft,
