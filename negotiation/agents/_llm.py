@@ -122,6 +122,8 @@ class LLMAgent:
                                      sent=sent, not_sent=not_sent)
         self.drift = warn_drift(self.record)
         self.server: Any = None
+        self.calls_ok = 0
+        """Successful calls so far (the sampling record's ``accepted`` needs at least one)."""
 
     @property
     def prompt_hash(self) -> str:
@@ -164,6 +166,7 @@ class LLMAgent:
         except CallFailure as failure:
             raise AgentCallError(failure, retries=getattr(failure, "retries", 0), spec=self.spec,
                                  role=self.role) from failure
+        self.calls_ok += 1
         cost = self.price.cost(completion.tokens_in, completion.tokens_out) if self.price else None
         return Reply(completion.text, completion.tokens_in, completion.tokens_out, cost,
                      time.perf_counter() - start, retries)

@@ -21,6 +21,13 @@ from negotiation.env._engine import (
     run_episode,
 )
 from negotiation.env._parse import ParsedTurn, parse_message
+from negotiation.env._prompts import (
+    PROMPT_TEMPLATES,
+    PromptTemplate,
+    prompt_hash,
+    render_messages,
+    seller_training_messages,
+)
 from negotiation.env._reward import eq1_reward, episode_reward, frontloaded_step_rewards
 from negotiation.env._scenario import PartyPrefs, Scenario, make_scenario
 from negotiation.env._tables import KEY, episode_row, episodes_to_frames, to_json, turn_rows, write_tables
@@ -28,6 +35,7 @@ from negotiation.env._utility import INVALID, Score, canonical_value, feature, s
 from negotiation.env._view import Agent, Message, Reply, View, arespond
 
 __all__ = [
+    "PROMPT_TEMPLATES", "PromptTemplate", "prompt_hash", "render_messages", "seller_training_messages",
     "DOMAINS_DIR", "INVALID", "KEY", "RECORD_VERSION", "REPO_ROOT", "ROLES",
     "Agent", "Domain", "EnvConfig", "Episode", "Message", "Negotiation", "ParsedTurn",
     "PartyPrefs", "Reply", "Role", "Scenario", "Score", "Term", "TurnRecord", "View",

@@ -268,20 +268,28 @@ def _training_messages(view: View, t: PromptTemplate, system: str) -> list[dict[
 
 
 def render_messages(view: View, template: PromptTemplate | str = "evaluation", *,
-                    converge_from_turn: int) -> list[dict[str, str]]:
+                    converge_from_turn: int | None = None) -> list[dict[str, str]]:
     """Chat messages for the party about to speak.
 
     Args:
         view: the party's own view (never the other's preferences).
         template: a ``PromptTemplate`` or the name of one in ``PROMPT_TEMPLATES``.
-        converge_from_turn: the protocol's turn from which prompts say to converge.
+        converge_from_turn: the protocol's turn from which prompts say to converge (required by
+            the evaluation scaffold; the training variant has no phase instruction after turn 1).
     """
     t = PROMPT_TEMPLATES[template] if isinstance(template, str) else template
     system = render_system(view, t)
     if t.name == "training":
         return _training_messages(view, t, system)
+    if converge_from_turn is None:
+        raise ValueError("the evaluation scaffold needs converge_from_turn (protocol environment)")
     return [{"role": "system", "content": system},
             {"role": "user", "content": render_evaluation_user(view, t, converge_from_turn)}]
+
+
+def seller_training_messages(view: View) -> list[dict[str, str]]:
+    """The training-prompt variant (a NeMo-RL prompt builder: ``view -> messages``)."""
+    return render_messages(view, "training")
 
 
 def prompt_hash(template: PromptTemplate | str = "evaluation") -> str:

@@ -135,19 +135,38 @@ async def play_episode(key: Key, attempt: int, cell: CellSpec, seller: Any, buye
 AgentFactory = Callable[[str, str], Any]
 
 
-async def _start(agents: list[Any]) -> None:
-    for agent in agents:
-        if hasattr(agent, "astart"):
-            await agent.astart()
+class AgentPool:
+    """Agents of a run by ``(spec, role)``: built and started once, closed together.
+
+    The pilot and the full cell share one pool, so a ``vllm:`` seller's server starts once.
+    """
+
+    def __init__(self, factory: AgentFactory):
+        self.factory = factory
+        self.agents: dict[tuple[str, str], Any] = {}
+
+    async def get(self, spec: str, role: str) -> Any:
+        key = (spec, role)
+        if key not in self.agents:
+            agent = self.factory(spec, role)
+            if hasattr(agent, "astart"):
+                await agent.astart()
+            self.agents[key] = agent
+        return self.agents[key]
+
+    async def aclose(self) -> None:
+        for agent in self.agents.values():
+            if hasattr(agent, "aclose"):
+                await agent.aclose()
+
+    async def __aenter__(self) -> AgentPool:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
-async def _close(agents: list[Any]) -> None:
-    for agent in agents:
-        if hasattr(agent, "aclose"):
-            await agent.aclose()
-
-
-async def run_cell(cell: CellSpec, store: ResultsStore, env: EnvConfig, make_agent: AgentFactory, *,
+async def run_cell(cell: CellSpec, store: ResultsStore, env: EnvConfig, agents: AgentPool | AgentFactory, *,
                    concurrency: int = 16, retry_errors: bool = False, buyers: list[str] | None = None,
                    on_progress: Callable[[CellProgress], None] | None = None) -> CellProgress:
     """Run (or resume) a cell into ``store``; returns the progress totals of this invocation.
@@ -156,7 +175,8 @@ async def run_cell(cell: CellSpec, store: ResultsStore, env: EnvConfig, make_age
         cell: what to play.
         store: where finished episodes go (read first, to skip what is done).
         env: the protocol's environment constants for the evaluation phase.
-        make_agent: ``(spec, role) -> agent`` (LLM agents get the protocol's settings there).
+        agents: a pool shared with other runs, or a ``(spec, role) -> agent`` factory (then the
+            agents live for this call only). LLM agents get the protocol's settings there.
         concurrency: episodes in flight.
         retry_errors: rerun keys whose latest attempt is an error row.
         buyers: labels to run (default: all of the cell's; a failed pilot gate removes some).
@@ -166,10 +186,20 @@ async def run_cell(cell: CellSpec, store: ResultsStore, env: EnvConfig, make_age
     progress = CellProgress(total=len(todo), skipped=counts["done"] + counts["errors_kept"])
     if not todo:
         return progress
-    labels = sorted({k[3] for k, _ in todo})
-    seller = make_agent(cell.seller, "seller")
-    buyer_agents = {label: make_agent(cell.buyers[label], "buyer") for label in labels}
-    agents = [seller, *buyer_agents.values()]
+    pool = agents if isinstance(agents, AgentPool) else AgentPool(agents)
+    try:
+        await _run_todo(cell, store, env, pool, todo, concurrency, progress, on_progress)
+    finally:
+        if pool is not agents:
+            await pool.aclose()
+    return progress
+
+
+async def _run_todo(cell: CellSpec, store: ResultsStore, env: EnvConfig, pool: AgentPool,
+                    todo: list[tuple[Key, int]], concurrency: int, progress: CellProgress,
+                    on_progress: Callable[[CellProgress], None] | None) -> None:
+    seller = await pool.get(cell.seller, "seller")
+    buyer_agents = {label: await pool.get(cell.buyers[label], "buyer") for label in sorted({k[3] for k, _ in todo})}
     queue: asyncio.Queue[tuple[Key, int]] = asyncio.Queue()
     for item in todo:
         queue.put_nowait(item)
@@ -183,7 +213,6 @@ async def run_cell(cell: CellSpec, store: ResultsStore, env: EnvConfig, make_age
             if on_progress is not None:
                 on_progress(progress)
 
-    await _start(agents)
     try:
         # A TaskGroup cancels the other workers when one fails (a bug), so none outlives the agents.
         async with asyncio.TaskGroup() as group:
@@ -191,6 +220,3 @@ async def run_cell(cell: CellSpec, store: ResultsStore, env: EnvConfig, make_age
                 group.create_task(worker())
     except ExceptionGroup as group_error:
         raise group_error.exceptions[0] from group_error
-    finally:
-        await _close(agents)
-    return progress

@@ -31,6 +31,12 @@ def _load_protocol(study: str) -> object:
     return load_study(study).protocol
 
 
+def _protocol_hash(study: str) -> str:
+    from negotiation.protocol import protocol_hash
+
+    return protocol_hash(study)
+
+
 def _stats(p: CellProgress) -> str:
     return f"errors {p.errors}  retries {p.retries}  tokens {p.tokens:,}  ${p.cost:.4f}"
 
@@ -62,6 +68,8 @@ def evaluate(
     deviation: Optional[int] = typer.Option(None, "--deviation", help="Deviation id covering a failed pilot gate"),
     max_attempts: int = typer.Option(8, "--max-attempts", min=1, help="Attempts per LLM call"),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds per LLM request"),
+    backoff: float = typer.Option(1.0, "--backoff", min=0.0, help="Seconds before the first retry (doubles each time)"),
+    backoff_max: float = typer.Option(60.0, "--backoff-max", min=0.0, help="Longest wait between retries"),
 ) -> None:
     """Evaluate a seller against buyers over domains x seeds; resumable, with retries and error rows."""
     try:
@@ -71,7 +79,8 @@ def evaluate(
                           domains=tuple(d.strip() for d in domains.split(",") if d.strip()) if domains else None,
                           seeds=parse_seeds(seeds) if seeds else None)
         options = RunOptions(concurrency=concurrency, retry_errors=retry_errors, pilot=pilot, deviation=deviation,
-                             retry=RetryPolicy(max_attempts=max_attempts, timeout_s=timeout))
+                             retry=RetryPolicy(max_attempts=max_attempts, timeout_s=timeout, base_delay_s=backoff,
+                                               max_delay_s=backoff_max))
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[stats]}"), console=_console, transient=False) as bar:
             task = bar.add_task(f"evaluate {cell.arm}", total=None, stats="")
@@ -79,7 +88,8 @@ def evaluate(
             def on_progress(phase: str, p: CellProgress) -> None:
                 bar.update(task, total=p.total, completed=p.done, stats=_stats(p))
 
-            result = asyncio.run(evaluate_cell(cell, out, protocol, options=options, on_progress=on_progress))
+            result = asyncio.run(evaluate_cell(cell, out, protocol, protocol_hash=_protocol_hash(study),
+                                               options=options, on_progress=on_progress))
     except NegotiationError as exc:
         _console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         raise typer.Exit(2) from None

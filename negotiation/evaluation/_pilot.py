@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.agents._llm_secrets import redact
 from negotiation.env import EnvConfig
-from negotiation.evaluation._cell import AgentFactory, CellSpec, run_cell
+from negotiation.evaluation._cell import AgentFactory, AgentPool, CellSpec, run_cell
 from negotiation.evaluation._store import ResultsStore, _safe
 
 Decision = Literal["pass", "fail", "override", "incomplete"]
@@ -123,12 +123,12 @@ def _write_result(path: Path, result: PilotResult) -> None:
     os.replace(tmp, path)
 
 
-async def run_pilot(cell: CellSpec, rule: GateRule, root: Path, env: EnvConfig, make_agent: AgentFactory, *,
+async def run_pilot(cell: CellSpec, rule: GateRule, root: Path, env: EnvConfig, agents: AgentPool | AgentFactory, *,
                     concurrency: int, retry_errors: bool, deviation: int | None = None) -> dict[str, PilotResult]:
     """Run (or resume) every buyer's pilot and record each decision; returns them by buyer label."""
     pilot_cell = cell.model_copy(update={"seeds": rule.seeds})
     store = ResultsStore(Path(root) / "pilot")
-    await run_cell(pilot_cell, store, env, make_agent, concurrency=concurrency, retry_errors=retry_errors)
+    await run_cell(pilot_cell, store, env, agents, concurrency=concurrency, retry_errors=retry_errors)
     episodes, _ = store.frames()
     results: dict[str, PilotResult] = {}
     for label, spec in sorted(cell.buyers.items()):

@@ -1,9 +1,10 @@
 """One evaluation run, as the CLI and the DVC ``evaluate`` stage both call it.
 
-``evaluate_cell``: lock the output folder, run the pilot gate per buyer (unless disabled),
-run or resume the full cell for the buyers that may proceed, compact the shards into
-``episodes.parquet`` / ``turns.parquet``, and write ``accounting.json`` (per-arm tokens, $,
-retries) and ``sampling.json`` (per agent: requested, sent, not sent, refused).
+``evaluate_cell``: lock the output folder, run the pilot gate per buyer (unless disabled) and
+write the audit's pilot record, run or resume the full cell for the buyers that may proceed,
+compact the shards into ``episodes.parquet`` / ``turns.parquet``, and write ``accounting.json``
+(per-arm tokens, $, retries), the audit's ``sampling.json`` (sent and accepted per agent) and
+``sampling_detail.json`` (also what was not sent and why, and what the provider refused).
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from negotiation.agents._llm_sampling import SamplingRole
 from negotiation.agents._llm_secrets import redact_obj
 from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.evaluation._accounting import arm_accounting, write_accounting, write_json
-from negotiation.evaluation._cell import AgentFactory, CellProgress, CellSpec, run_cell
+from negotiation.evaluation._cell import AgentFactory, AgentPool, CellProgress, CellSpec, run_cell
 from negotiation.evaluation._pilot import GateRule, PilotResult, run_pilot
 from negotiation.evaluation._setup import agent_factory, env_config
-from negotiation.evaluation._store import ResultsStore
+from negotiation.evaluation._records import pilot_record as pilot_record_of
+from negotiation.evaluation._records import sampling_record, write_redacted
+from negotiation.evaluation._store import ResultsStore, _safe
 
 
 class RunOptions(BaseModel):
@@ -70,63 +73,71 @@ class EvaluationResult:
         return self.error_rows == 0 and not self.blocked
 
 
-def _recording(factory: AgentFactory, records: dict[str, Any]) -> AgentFactory:
-    def build(spec: str, role: str) -> Any:
-        agent = factory(spec, role)
-        record = getattr(agent, "record", None)
-        if record is not None:
-            records[f"{role}:{spec}"] = {**record.model_dump(), "accepted": record.accepted}
-        return agent
-
-    return build
-
-
-def _write_sampling(out: Path, records: dict[str, Any]) -> None:
+def _write_details(out: Path, pool: AgentPool) -> None:
+    """``sampling_detail.json``: every agent's full sampling record (requested, sent, refused)."""
+    records = {f"{role}:{spec}": {**a.record.model_dump(), "accepted": a.record.accepted}
+               for (spec, role), a in pool.agents.items() if getattr(a, "record", None) is not None}
     if not records:
         return
-    path = out / "sampling.json"
+    path = out / "sampling_detail.json"
     existing = json.loads(path.read_text(encoding="utf-8")).get("agents", {}) if path.is_file() else {}
     write_json(path, {"version": 1, "agents": redact_obj({**existing, **records})})
 
 
-async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, options: RunOptions = RunOptions(),
-                        seller_sampling: SamplingRole | None = None, serve: ServeSettings | None = None,
-                        make_agent: AgentFactory | None = None,
+def _write_sampling(out: Path, cell: CellSpec, pool: AgentPool, protocol_hash: str) -> None:
+    """The audit's ``sampling.json`` from the agents this run used (kept when none ran)."""
+    seller = pool.agents.get((cell.seller, "seller"))
+    if seller is None and (out / "sampling.json").is_file():
+        return
+    seller = seller or pool.factory(cell.seller, "seller")
+    buyers = {label: pool.agents.get((spec, "buyer")) or pool.factory(spec, "buyer")
+              for label, spec in cell.buyers.items()}
+    write_redacted(sampling_record(cell.study, cell.arm, seller, buyers, protocol_hash), out / "sampling.json")
+
+
+async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, protocol_hash: str,
+                        options: RunOptions = RunOptions(), seller_sampling: SamplingRole | None = None,
+                        serve: ServeSettings | None = None, make_agent: AgentFactory | None = None,
+                        pilot_record: Path | None = None,
                         on_progress: Callable[[str, CellProgress], None] | None = None) -> EvaluationResult:
     """Pilot, run or resume, compact and account one cell into ``out``.
 
     Args:
         cell: the cell (``build_cell`` fills the protocol's defaults).
-        out: results folder; several cells (arms) may share it.
+        out: results folder of the arm (the DVC layout's ``evaluate/<arm>``).
         protocol: the loaded study protocol (environment, sampling, pilot gate).
+        protocol_hash: the verified protocol hash, written into the audit records.
         options: run knobs.
         seller_sampling: the seller's sampling setting (by arm kind; default by agent kind).
         serve: ``vllm serve`` settings for a ``vllm:`` seller (default: from its spec).
         make_agent: replaces the protocol-driven agent factory (tests).
+        pilot_record: where the audit's pilot record goes (default ``<out>/pilot/<arm>.json``).
         on_progress: ``(phase, progress)`` after each stored episode; phase is ``pilot`` or ``cell``.
     """
     out = Path(out)
     store = ResultsStore(out)
     env = env_config(protocol, "evaluation")
-    records: dict[str, Any] = {}
-    factory = _recording(make_agent or agent_factory(protocol, retry=options.retry,
-                                                     max_concurrency=options.max_concurrency,
-                                                     seller_sampling=seller_sampling, serve=serve), records)
+    factory = make_agent or agent_factory(protocol, retry=options.retry, max_concurrency=options.max_concurrency,
+                                          seller_sampling=seller_sampling, serve=serve)
     with store.lock():
-        pilot: dict[str, PilotResult] = {}
-        buyers = sorted(cell.buyers)
-        if options.pilot:
-            pilot = await run_pilot(cell, GateRule.from_protocol(protocol), out, env, factory,
-                                    concurrency=options.concurrency, retry_errors=options.retry_errors,
-                                    deviation=options.deviation)
-            buyers = [b for b in buyers if pilot[b].proceeds]
-        blocked = sorted(set(cell.buyers) - set(buyers))
-        progress = CellProgress()
-        if buyers:
-            progress = await run_cell(cell, store, env, factory, concurrency=options.concurrency,
-                                      retry_errors=options.retry_errors, buyers=buyers,
-                                      on_progress=(lambda p: on_progress("cell", p)) if on_progress else None)
-        episodes, turns = store.compact()
-        write_accounting(out, episodes)
-        _write_sampling(out, records)
+        async with AgentPool(factory) as pool:
+            pilot: dict[str, PilotResult] = {}
+            buyers = sorted(cell.buyers)
+            if options.pilot:
+                pilot = await run_pilot(cell, GateRule.from_protocol(protocol), out, env, pool,
+                                        concurrency=options.concurrency, retry_errors=options.retry_errors,
+                                        deviation=options.deviation)
+                write_redacted(pilot_record_of(cell.study, cell.arm, pilot, protocol, protocol_hash),
+                               pilot_record or out / "pilot" / f"{_safe(cell.arm)}.json")
+                buyers = [b for b in buyers if pilot[b].proceeds]
+            progress = CellProgress()
+            if buyers:
+                progress = await run_cell(cell, store, env, pool, concurrency=options.concurrency,
+                                          retry_errors=options.retry_errors, buyers=buyers,
+                                          on_progress=(lambda p: on_progress("cell", p)) if on_progress else None)
+            episodes, turns = store.compact()
+            write_accounting(out, episodes)
+            _write_details(out, pool)
+            _write_sampling(out, cell, pool, protocol_hash)
+    blocked = sorted(set(cell.buyers) - set(buyers))
     return EvaluationResult(out, progress, episodes, turns, pilot, blocked, arm_accounting(episodes))

@@ -26,10 +26,10 @@ def standin(**faults: Any) -> Iterator[StandinServer]:
         server.stop()
 
 
-def settings(**sampling: Any) -> LLMSettings:
+def settings(retry: RetryPolicy = FAST_RETRY, **sampling: Any) -> LLMSettings:
     values = {"temperature": 1.0, "top_p": 0.95, "top_k": 64, "thinking": False, "max_tokens": 768, **sampling}
     return LLMSettings(sampling=Sampling(**values), sampling_role="self_served_seller",
-                       converge_from_turn=DEMO.environment.converge_from_turn, retry=FAST_RETRY)
+                       converge_from_turn=DEMO.environment.converge_from_turn, retry=retry)
 
 
 def http_agent(server: StandinServer, persona: str, role: str, options: str = "", **sampling: Any):

@@ -1,0 +1,101 @@
+"""The results store: atomic shards, resume, retry of error rows, no duplicates, locking."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from negotiation.errors import ConfigError
+from negotiation.evaluation import ResultsStore, StoreLockedError
+
+A = ("arm1", "used_car", 5, "b1")
+B = ("arm1", "job_offer", 5, "b1")
+C = ("arm1", "used_car", 6, "b2:with/odd?chars")
+
+
+def row(key, outcome="deal", S=0.5, **extra):
+    arm, domain, seed, buyer = key
+    return {"arm": arm, "domain": domain, "seed": seed, "buyer": buyer, "outcome": outcome, "S": S, **extra}
+
+
+def turns(key, n):
+    return [{"arm": key[0], "domain": key[1], "seed": key[2], "buyer": key[3], "turn": t} for t in range(1, n + 1)]
+
+
+def test_plan_runs_new_keys_skips_done_and_keeps_errors_unless_asked(tmp_path):
+    store = ResultsStore(tmp_path)
+    store.write(A, 1, row(A), turns(A, 2))
+    store.write(B, 1, row(B, "error", math.nan, error_class="Timeout"), [])
+    todo, counts = store.plan([A, B, C], retry_errors=False)
+    assert todo == [(C, 1)] and counts == {"done": 1, "errors_kept": 1, "errors_retried": 0, "new": 1}
+    todo, counts = store.plan([A, B, C], retry_errors=True)
+    assert todo == [(B, 2), (C, 1)] and counts["errors_retried"] == 1
+
+
+def test_a_retried_error_is_replaced_in_the_table_not_duplicated(tmp_path):
+    store = ResultsStore(tmp_path)
+    store.write(B, 1, row(B, "error", math.nan, error_class="Timeout"), [])
+    store.write(B, 2, row(B, "deal", 0.7), turns(B, 3))
+    store.write(A, 1, row(A), turns(A, 2))
+    episodes, turn_table = store.compact()
+    assert list(zip(episodes["domain"], episodes["outcome"])) == [("job_offer", "deal"), ("used_car", "deal")]
+    assert len(turn_table) == 5
+    assert store.plan([A, B], retry_errors=True)[0] == []
+    # Both attempts stay on disk (append-only); only the latest counts.
+    assert len(list((tmp_path / "shards").glob("*/*.json"))) == 3
+
+
+def test_compacted_tables_are_sorted_by_key_and_turn_and_written_as_parquet(tmp_path):
+    store = ResultsStore(tmp_path)
+    for key, n in ((C, 1), (A, 2), (B, 3)):
+        store.write(key, 1, row(key), list(reversed(turns(key, n))))
+    episodes, turn_table = store.compact()
+    keys = list(zip(episodes["arm"], episodes["domain"], episodes["seed"], episodes["buyer"]))
+    assert keys == sorted(keys)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "episodes.parquet"), episodes)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "turns.parquet"), turn_table)
+
+
+def test_columns_follow_a_success_row_even_when_an_error_row_sorts_first(tmp_path):
+    store = ResultsStore(tmp_path)
+    store.write(B, 1, row(B, "error", math.nan, error_class="X"), [])
+    store.write(A, 1, row(A, extra_col=1), turns(A, 1))
+    episodes, _ = store.frames()
+    assert list(episodes.columns) == ["arm", "domain", "seed", "buyer", "outcome", "S", "extra_col", "error_class"]
+
+
+def test_unfinished_temporary_files_are_ignored(tmp_path):
+    store = ResultsStore(tmp_path)
+    store.write(A, 1, row(A), [])
+    (tmp_path / "shards" / "arm1" / ".half-written.json.123.tmp").write_text("{")
+    (tmp_path / "shards" / "arm1" / "garbage.json").write_text("{")
+    assert len(store.frames()[0]) == 1
+
+
+def test_shard_content_and_name(tmp_path):
+    path = ResultsStore(tmp_path).write(C, 3, row(C), turns(C, 1))
+    assert path.parent.name == "arm1" and path.name.startswith("used_car-6-") and path.name.endswith(".a003.ok.json")
+    data = json.loads(path.read_text())
+    assert data["key"] == {"arm": "arm1", "domain": "used_car", "seed": 6, "buyer": "b2:with/odd?chars"}
+    assert data["version"] == 1 and data["attempt"] == 3 and len(data["turns"]) == 1
+
+
+def test_a_corrupt_shard_is_reported_with_its_path(tmp_path):
+    store = ResultsStore(tmp_path)
+    path = store.write(A, 1, row(A), [])
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match=str(path)):
+        store.frames()
+
+
+def test_one_writer_at_a_time(tmp_path):
+    store = ResultsStore(tmp_path)
+    with store.lock():
+        with pytest.raises(StoreLockedError, match=".lock"):
+            with ResultsStore(tmp_path).lock():
+                pass
+    with store.lock():  # released
+        pass
