@@ -114,6 +114,16 @@ def _open_mlflow_run(config: Any, plan: RunPlan, ours: dict[str, Any], root: Pat
     return run.info.run_id
 
 
+def _reopen_mlflow_run(config: Any, run_dir: Path) -> str:
+    """A resumed run logs into the MLflow run its first launch opened."""
+    try:
+        run_id = json.loads((run_dir / RUN_RECORD).read_text(encoding="utf-8"))["mlflow_run_id"]
+    except (OSError, json.JSONDecodeError, KeyError) as exc:
+        raise ConfigError(f"{run_dir / RUN_RECORD}:mlflow_run_id: cannot read it to resume ({exc})") from exc
+    config.logger["mlflow"]["run_id"] = run_id
+    return run_id
+
+
 def _offset_steps(logger: Any, offset: int) -> None:
     """Log a continuation's metrics at combined steps (NeMo-RL counts from its own step 0)."""
     if offset:
@@ -130,7 +140,24 @@ def _load_parent_weights(policy: Any, generation: Any, weights: str) -> None:
         synchronizer.sync_weights()  # a fresh run would otherwise skip its first refit
 
 
-def _checked(config_path: Path, root: Path | None) -> tuple[dict, dict, RunPlan, Any, Any]:
+def _resuming(config_path: Path, nemo: dict[str, Any], resume: bool) -> bool:
+    """Whether NeMo-RL will resume from checkpoints already in the run's folder.
+
+    NeMo-RL resumes from the highest ``step_N`` there and then copies its KL reference from the
+    resumed weights instead of the base model (NVIDIA-NeMo/RL #2955, fixed after the release we
+    read), so resuming is refused unless the caller accepts it.
+    """
+    folder = Path(nemo["checkpointing"]["checkpoint_dir"])
+    found = sorted(p.name for p in folder.glob("step_*")) if folder.is_dir() else []
+    if found and not resume:
+        raise ConfigError(f"{config_path}:checkpointing.checkpoint_dir: {folder} holds {found}; NeMo-RL would "
+                          "resume and take its KL reference from the resumed weights, not the base model "
+                          "(NVIDIA-NeMo/RL #2955). Use a fresh folder, or resume=True with a NeMo-RL that has "
+                          "the fix (#3722)")
+    return bool(found)
+
+
+def _checked(config_path: Path, root: Path | None, resume: bool) -> tuple[dict, dict, RunPlan, Any, Any, bool]:
     """Read the YAML and check, before any GPU work, that it still matches the protocol, the
     prompt and this machine."""
     nemo, ours, plan = read_train_config(config_path)
@@ -142,13 +169,19 @@ def _checked(config_path: Path, root: Path | None) -> tuple[dict, dict, RunPlan,
         raise ConfigError(f"{config_path}:negotiation.prompt_hash: the training prompt changed since this config "
                           "was written; regenerate it")
     builder = load_prompt_builder(ours["prompt_builder"])
+    resuming = _resuming(config_path, nemo, resume)
     _check_inputs(nemo, ours)
-    return nemo, ours, plan, study, builder
+    return nemo, ours, plan, study, builder, resuming
 
 
-def launch_training(config_path: Path, *, overrides: Sequence[str] = (), root: Path | None = None) -> Path:
-    """Train the run ``config_path`` describes; return its run folder."""
-    nemo, ours, plan, study, builder = _checked(config_path, root)
+def launch_training(config_path: Path, *, overrides: Sequence[str] = (), root: Path | None = None,
+                    resume: bool = False) -> Path:
+    """Train the run ``config_path`` describes; return its run folder.
+
+    ``resume`` accepts continuing from checkpoints already in the run's folder (see ``_resuming``);
+    a resumed continuation keeps its own weights instead of reloading the parent's.
+    """
+    nemo, ours, plan, study, builder, resuming = _checked(config_path, root, resume)
     config = _merged_config(nemo, overrides)
     algo_utils, grpo = import_backend("nemo_rl.algorithms.utils"), import_backend("nemo_rl.algorithms.grpo")
     import_backend("nemo_rl.distributed.virtual_cluster").init_ray()
@@ -171,14 +204,14 @@ def launch_training(config_path: Path, *, overrides: Sequence[str] = (), root: P
     env = environment_actor_class().options(num_gpus=0).remote(settings.model_dump(mode="json"))
     run_dir = Path(config.checkpointing["checkpoint_dir"]).parent
     run_dir.mkdir(parents=True, exist_ok=True)
-    run_id = _open_mlflow_run(config, plan, ours, study.root)
+    run_id = _reopen_mlflow_run(config, run_dir) if resuming else _open_mlflow_run(config, plan, ours, study.root)
     record = {"plan": plan.model_dump(mode="json"), "mlflow_run_id": run_id, "turn_tags": tags.model_dump(),
               "protocol_hash": ours.get("protocol_hash"), "prompt_hash": ours.get("prompt_hash"),
               "parent_weights": ours.get("parent_weights")}
     (run_dir / RUN_RECORD).write_text(json.dumps(record, indent=2), encoding="utf-8")
     (policy, policy_generation, _gym, _cluster, dataloader, val_dataloader, loss_fn, logger, checkpointer,
      grpo_state, master_config, *_rest) = grpo.setup(config, tokenizer, train, val)
-    if ours.get("parent_weights"):
+    if ours.get("parent_weights") and not resuming:
         _load_parent_weights(policy, policy_generation, ours["parent_weights"])
     _offset_steps(logger, plan.step_offset)
     grpo.grpo_train(policy, policy_generation, dataloader, val_dataloader, tokenizer, loss_fn,

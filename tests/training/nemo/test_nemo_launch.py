@@ -77,3 +77,13 @@ def test_a_stale_prompt_or_builder_is_refused_before_any_backend_check(tmp_path)
         launch_training(write_config(tmp_path, "e2b_shared_init", {"prompt_hash": "stale"}))
     with pytest.raises(ConfigError, match="negotiation.prompt_builder: cannot load 'nowhere:fn'"):
         launch_training(write_config(tmp_path, "e2b_shared_init", {"prompt_builder": "nowhere:fn"}))
+
+
+def test_existing_checkpoints_are_not_resumed_silently(tmp_path):
+    path = write_config(tmp_path, "e2b_shared_104")
+    (tmp_path / "e2b_shared_cont" / "checkpoints" / "step_8").mkdir(parents=True)
+    with pytest.raises(ConfigError, match=r"holds \['step_8'\]; NeMo-RL would resume.*#2955"):
+        launch_training(path)
+    if NO_NEMO:  # accepting the resume gets as far as the backend check
+        with pytest.raises(BackendUnavailableError):
+            launch_training(path, resume=True)
