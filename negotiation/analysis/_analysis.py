@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from negotiation.analysis._bootstrap import BootstrapSettings
+from negotiation.analysis._bootstrap import BootstrapSettings, Interval, cluster_bootstrap
 from negotiation.analysis._contrast import ContrastResult, ContrastSpec, run_family
 from negotiation.analysis._descriptors import (
     descriptor_summary,
@@ -101,12 +101,14 @@ class AnalysisResult:
     """Frontier, Nash point and maximum welfare per scenario."""
     settings: BootstrapSettings | None = None
     """Bootstrap settings the contrasts used."""
+    levels: dict[str, Interval] = field(default_factory=dict)
+    """Arm-level seed-cluster intervals of S: keys ``<arm>`` and ``<arm> [held out]``."""
 
 
-def _with_efficiency(frames: Mapping[str, pd.DataFrame], context: MetricContext
+def _with_efficiency(frames: Mapping[str, pd.DataFrame], context: MetricContext, alpha: float
                      ) -> tuple[dict[str, pd.DataFrame], dict[tuple[str, int], ScenarioSolution]]:
     keys = {(d, int(s)) for frame in frames.values() for d, s in zip(frame["domain"], frame["seed"])}
-    solutions = solve_scenarios(keys)
+    solutions = solve_scenarios(keys, alpha)
     stacked = pd.concat(list(frames.values()), ignore_index=True)
     efficiency = deal_efficiency(stacked, solutions).to_numpy()
     out, start = {}, 0
@@ -118,7 +120,7 @@ def _with_efficiency(frames: Mapping[str, pd.DataFrame], context: MetricContext
     return out, solutions
 
 
-def _arm_table(frames, metrics, turns, context, term_names) -> pd.DataFrame:
+def _arm_table(frames, metrics, turns, context, term_names, alpha: float) -> pd.DataFrame:
     table = metrics[metrics["panel"] == "all"].set_index("arm").drop(columns="panel")
     for arm, frame in frames.items():
         deals = frame[frame["deal"].astype(bool)]
@@ -128,7 +130,7 @@ def _arm_table(frames, metrics, turns, context, term_names) -> pd.DataFrame:
         all_turns = pd.concat(list(turns.values()), ignore_index=True)
         all_episodes = pd.concat(list(frames.values()), ignore_index=True)
         style = style_summary(all_turns).set_index("arm")
-        flags = walk_aways(all_turns, all_episodes, env_seller_utility())
+        flags = walk_aways(all_turns, all_episodes, env_seller_utility(alpha))
         descriptors = descriptor_summary(episode_descriptors(all_turns, term_names), all_episodes, term_names,
                                          context.held_out_domains, flags).set_index("arm")
         table = table.join(style.drop(columns=["bad_parse_seller"]), how="left").join(descriptors, how="left")
@@ -160,14 +162,34 @@ def run_analysis(
     from negotiation.env import load_domain
 
     context = context_from_protocol(protocol)
-    frames, solutions = _with_efficiency(episodes, context)
+    alpha = protocol.environment.dirichlet_alpha
+    frames, solutions = _with_efficiency(episodes, context, alpha)
     metrics = metrics_table(frames, context)
     term_names = {d: load_domain(d).term_names for d in {d for f in frames.values() for d in f["domain"].unique()}}
-    table = _arm_table(frames, metrics, turns, context, term_names)
+    table = _arm_table(frames, metrics, turns, context, term_names, alpha)
     specs = list(contrasts) if contrasts is not None else default_contrasts(protocol, arms, list(frames), context)
     results = run_family(frames, specs, settings)
     guards = run_guards(table, arms, protocol.guards, context.turn_cap, signoffs or {}, limits or PostHocThresholds())
-    return AnalysisResult(metrics, table, results, guards, style_dagger(guards), solutions, settings)
+    levels = arm_levels(frames, context, settings)
+    return AnalysisResult(metrics, table, results, guards, style_dagger(guards), solutions, settings, levels)
+
+
+def arm_levels(frames: Mapping[str, pd.DataFrame], context: MetricContext, settings: BootstrapSettings
+               ) -> dict[str, Interval]:
+    """Seed-cluster intervals of each arm's own mean S, pooled and on the held-out domains.
+
+    They draw from their own Generator, seeded ``[settings.seed, 1]``, so adding or
+    removing them never changes the contrasts' draws.
+    """
+    rng = np.random.default_rng([settings.seed, 1])
+    levels = {}
+    for arm, frame in frames.items():
+        levels[arm] = cluster_bootstrap(frame["S"].to_numpy(float), frame["seed"].to_numpy(), settings, rng)
+        held = frame[frame["domain"].isin(context.held_out_domains)]
+        if len(held):
+            levels[f"{arm} [held out]"] = cluster_bootstrap(held["S"].to_numpy(float), held["seed"].to_numpy(),
+                                                            settings, rng)
+    return levels
 
 
 def write_analysis(result: AnalysisResult, out_dir: Path, study: str) -> dict[str, Path]:

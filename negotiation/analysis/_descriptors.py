@@ -151,15 +151,16 @@ def walk_aways(
     return pd.Series(list(flags.values()), index=index, dtype=bool)
 
 
-def env_seller_utility() -> Callable[[str, int, dict], float]:
-    """``(domain, seed, ledger) -> seller Ũ`` through the environment, scenarios cached."""
+def env_seller_utility(alpha: float) -> Callable[[str, int, dict], float]:
+    """``(domain, seed, ledger) -> seller Ũ`` through the environment (Dirichlet ``alpha``
+    of the study), scenarios cached."""
     from functools import lru_cache
 
     from negotiation.env import load_domain, make_scenario, score_ledger
 
     @lru_cache(maxsize=4096)
     def scenario(domain: str, seed: int):
-        return make_scenario(load_domain(domain), seed)
+        return make_scenario(load_domain(domain), seed, alpha)
 
     return lambda domain, seed, ledger: score_ledger(scenario(domain, seed), "seller", ledger).u_tilde
 

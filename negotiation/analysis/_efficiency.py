@@ -100,8 +100,9 @@ def solve_scenario(scenario) -> ScenarioSolution:
     return ScenarioSolution(frontier, nash, mapped.contract(allocation), max_welfare(mapped.problem))
 
 
-def solve_scenarios(keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ScenarioSolution]:
-    """Solutions for every (domain, seed), each scenario built once through the environment."""
+def solve_scenarios(keys: Iterable[tuple[str, int]], alpha: float) -> dict[tuple[str, int], ScenarioSolution]:
+    """Solutions for every (domain, seed), each scenario built once through the environment
+    with the study's Dirichlet concentration ``alpha``."""
     from negotiation.env import load_domain, make_scenario
 
     domains: dict[str, Any] = {}
@@ -109,7 +110,7 @@ def solve_scenarios(keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], Sc
     for domain, seed in sorted(set(keys)):
         if domain not in domains:
             domains[domain] = load_domain(domain)
-        solutions[(domain, int(seed))] = solve_scenario(make_scenario(domains[domain], int(seed)))
+        solutions[(domain, int(seed))] = solve_scenario(make_scenario(domains[domain], int(seed), alpha))
     return solutions
 
 

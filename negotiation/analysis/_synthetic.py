@@ -29,7 +29,7 @@ def _scenarios(protocol) -> list[tuple[str, int, Any]]:
     for name in domains:
         domain = load_domain(name)
         for seed in seeds:
-            scenario = make_scenario(domain, seed)
+            scenario = make_scenario(domain, seed, protocol.environment.dirichlet_alpha)
             out.append((name, seed, problem_from_scenario(scenario), domain))
     return out
 

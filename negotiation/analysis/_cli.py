@@ -1,0 +1,224 @@
+"""Typer commands of the analysis: contrast, frontier, validate, analyze, report, viewer, packet, signoff.
+
+The ``nego`` app mounts these functions (``negotiation.cli``); ``analysis_app`` holds
+them all for tests and for running the package on its own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import typer
+
+from negotiation.analysis._errors import AnalysisError, SignoffError
+
+STUDY = typer.Option("demo", "--study", help="Study whose protocol/<study>/ supplies the constants.")
+ROOT = typer.Option(None, "--root", help="Repository root holding protocol/ and registry/ (default: this checkout).")
+RESULTS = typer.Option(None, "--results", help="Results directory (default outputs/<study>).")
+JSON = typer.Option(False, "--json", help="Print machine-readable JSON.")
+
+
+def _clean(value: Any) -> Any:
+    """Strict JSON: NaN as null, tuples as lists, numpy scalars as Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _emit(payload: dict[str, Any]) -> None:
+    typer.echo(json.dumps(_clean(payload), indent=1))
+
+
+def _results_dir(context, results: Optional[Path]) -> Path:
+    return Path(results) if results is not None else context.root / "outputs" / context.name
+
+
+def contrast_command(
+    minuend: Path = typer.Argument(..., help="Episode table (Parquet) of the arm whose score is the minuend."),
+    subtrahend: Path = typer.Argument(..., help="Episode table (Parquet) of the arm subtracted from it."),
+    metric: str = typer.Option("S", "--metric", help="Metric name (S, deal, seller_u, welfare, ...)."),
+    resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
+    domain: Optional[list[str]] = typer.Option(None, "--domain", help="Restrict to these domains (repeatable)."),
+    study: str = STUDY,
+    root: Optional[Path] = ROOT,
+    json_out: bool = JSON,
+) -> None:
+    """Paired seed-cluster bootstrap of MINUEND − SUBTRAHEND on one metric."""
+    import pandas as pd
+
+    from negotiation.analysis._analysis import settings_from_protocol
+    from negotiation.analysis._bootstrap import cluster_bootstrap
+    from negotiation.analysis._contrast import ContrastSpec
+    from negotiation.analysis._paired import PairedTables
+    from negotiation.analysis._results import load_context
+
+    frames = {}
+    for path in (minuend, subtrahend):
+        if not path.exists():
+            raise AnalysisError(str(path), "<file>", "no such episode table")
+        frames[f"{path}"] = pd.read_parquet(path)
+    if len(frames) != 2:
+        raise AnalysisError(str(minuend), "<file>", "minuend and subtrahend are the same file")
+    settings = settings_from_protocol(load_context(study, root).protocol, seed=seed, resamples=resamples)
+    spec = ContrastSpec(name=f"{minuend.stem} - {subtrahend.stem}", weights={str(minuend): 1.0, str(subtrahend): -1.0},
+                        metric=metric, domains=tuple(domain) if domain else None)
+    values, clusters = PairedTables(frames).values(spec)
+    interval = cluster_bootstrap(values, clusters, settings, np.random.default_rng(seed))
+    payload = {"mean": interval.mean, "ci": list(interval.ci), "p": interval.p, "clusters": interval.clusters,
+               "episodes": interval.episodes, "metric": metric, "resamples": interval.resamples,
+               "rerun": interval.rerun, "mc_error": list(interval.mc_error), "level": interval.level, "seed": seed}
+    if json_out:
+        _emit(payload)
+        return
+    typer.echo(f"{spec.name} on {metric}: {interval.mean:+.4f} [{interval.ci[0]:+.4f}, {interval.ci[1]:+.4f}] "
+               f"({interval.level:.0%}), p = {interval.p:.4g}, {interval.clusters} seed clusters, "
+               f"{interval.episodes} paired episodes, {interval.resamples} resamples"
+               + (" (re-run: a bound sat in its Monte Carlo band)" if interval.rerun else ""))
+
+
+def frontier_command(
+    domain: str = typer.Argument(..., help="Domain name, e.g. used_car."),
+    seed: int = typer.Argument(..., help="Scenario seed."),
+    study: str = STUDY,
+    root: Optional[Path] = ROOT,
+    json_out: bool = JSON,
+) -> None:
+    """Exact Pareto frontier, Nash point and maximum welfare of one scenario (Ũ space)."""
+    from negotiation.analysis._efficiency import solve_scenario
+    from negotiation.analysis._results import load_context
+    from negotiation.env import load_domain, make_scenario
+
+    alpha = load_context(study, root).protocol.environment.dirichlet_alpha
+    try:
+        loaded = load_domain(domain)
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        raise AnalysisError("frontier", "domain", f"{domain!r}: {err}") from None
+    summary = solve_scenario(make_scenario(loaded, seed, alpha)).summary(domain, seed)
+    if json_out:
+        _emit(summary.model_dump(mode="json"))
+        return
+    typer.echo(f"{domain} seed {seed}: Pareto frontier [seller Ũ, buyer Ũ] (polyline through):")
+    for x, y in summary.pareto:
+        typer.echo(f"  [{x:.4f}, {y:.4f}]")
+    typer.echo(f"Nash point: [{summary.nash[0]:.4f}, {summary.nash[1]:.4f}]  (product {summary.nash[0] * summary.nash[1]:.4f})")
+    typer.echo(f"maximum welfare: {summary.max_welfare:.4f}")
+    typer.echo("Nash contract: " + json.dumps(_clean(summary.nash_contract)))
+
+
+def validate_command(study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT) -> None:
+    """Validate every arm's episode table (great-expectations); exit 1 naming failures."""
+    from negotiation.analysis._results import load_context, validate_results
+
+    context = load_context(study, root)
+    report = validate_results(context, _results_dir(context, results))
+    for check in report.checks:
+        typer.echo(f"{'ok  ' if check.success else 'FAIL'} {check.expectation}({check.column})"
+                   + ("" if check.success else f": {check.unexpected_count} rows, e.g. {check.rows[:3]}"))
+    typer.echo(f"Data Docs: {report.data_docs}")
+    if not report.success:
+        raise typer.Exit(1)
+
+
+def analyze_command(
+    study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
+    resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
+) -> None:
+    """Metrics, contrasts (Holm on the primary family), frontier columns and guards → analyze/."""
+    from negotiation.analysis._results import analyze_results, load_context
+
+    context = load_context(study, root)
+    result = analyze_results(context, _results_dir(context, results), seed=seed, resamples=resamples)
+    typer.echo(f"{len(result.contrasts)} contrasts, {len(result.guards)} guards, "
+               f"{len(result.solutions)} scenario frontiers written to {_results_dir(context, results) / 'analyze'}")
+
+
+def signoff_command(
+    arm: str = typer.Argument(..., help="Arm whose transcripts were read."),
+    reader: str = typer.Option(..., "--reader", help="Who read the transcripts."),
+    verdict: str = typer.Option(..., "--verdict", help="pass or fail."),
+    transcripts: int = typer.Option(..., "--transcripts", help="Transcripts read in total."),
+    families: str = typer.Option("training,held_out", "--families", help="Domain families read, comma-separated."),
+    notes: str = typer.Option("", "--notes", help="What the reader saw."),
+    date: Optional[str] = typer.Option(None, "--date", help="ISO date of the reading (default today)."),
+    study: str = STUDY,
+    root: Optional[Path] = ROOT,
+) -> None:
+    """Record a reader's hand-read sign-off of an arm in registry/<study>/signoffs/<arm>.yaml."""
+    from negotiation.analysis._packet import record_signoff
+    from negotiation.analysis._results import load_context
+
+    context = load_context(study, root)
+    if arm not in context.arms:
+        raise SignoffError("signoff", "arm", f"{arm!r} is not an arm of study {study!r}")
+    when = dt.date.fromisoformat(date) if date else dt.date.today()
+    path = record_signoff(context, arm, reader=reader, verdict=verdict, transcripts=transcripts,
+                          families=tuple(f.strip() for f in families.split(",") if f.strip()), notes=notes, date=when)
+    typer.echo(f"signed off {arm} ({verdict}) in {path}")
+
+
+def report_command(
+    study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
+    out: Optional[Path] = typer.Option(None, "--out", help="Report folder (default <results>/report)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
+    resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
+) -> None:
+    """Validated tables → analysis → report.html, report.md and figures/*.png."""
+    from negotiation.analysis._results import load_context, report_results
+
+    context = load_context(study, root)
+    folder = _results_dir(context, results)
+    paths = report_results(context, folder, out or folder / "report", seed=seed, resamples=resamples)
+    typer.echo(f"report: {paths['report.html']} and {paths['report.md']}")
+
+
+def viewer_command(
+    study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
+    out: Optional[Path] = typer.Option(None, "--out", help="Page to write (default <results>/viewer.html)."),
+    arm: Optional[list[str]] = typer.Option(None, "--arm", help="Arms to include (repeatable; default all)."),
+    max_episodes: int = typer.Option(3000, "--max-episodes", help="Seeded sample above this many episodes."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
+) -> None:
+    """Static transcript viewer over the episode and turn tables."""
+    from negotiation.analysis._results import load_context, viewer_results
+
+    context = load_context(study, root)
+    folder = _results_dir(context, results)
+    path = viewer_results(context, folder, out or folder / "viewer.html", arms=arm, max_episodes=max_episodes,
+                          seed=seed)
+    typer.echo(f"viewer: {path}")
+
+
+def packet_command(
+    study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
+    out: Optional[Path] = typer.Option(None, "--out", help="Packet folder (default <results>/hand_read)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the packet draw."),
+) -> None:
+    """Seeded hand-read packet: transcripts per trained arm per domain family, with a viewer."""
+    from negotiation.analysis._results import load_context, packet_results
+
+    context = load_context(study, root)
+    folder = _results_dir(context, results)
+    paths = packet_results(context, folder, out or folder / "hand_read", seed=seed)
+    typer.echo(f"packet: {paths['packet.csv']} and {paths['packet.html']}")
+
+
+analysis_app = typer.Typer(name="analysis", help="Analysis of evaluated arms.", no_args_is_help=True,
+                           add_completion=False, pretty_exceptions_show_locals=False)
+for _name, _command in (("contrast", contrast_command), ("frontier", frontier_command),
+                        ("validate", validate_command), ("analyze", analyze_command),
+                        ("report", report_command), ("viewer", viewer_command), ("packet", packet_command),
+                        ("signoff", signoff_command)):
+    analysis_app.command(_name)(_command)

@@ -1,0 +1,112 @@
+"""The study report: a self-contained HTML page and Markdown with PNG figures.
+
+Built only from validated tables (``require_validated`` first): the paper's tables and
+figures, the guard table, the deviation log, the audit's compliance table, the held-out
+panel and the Pareto/Nash columns.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Any
+
+from negotiation.analysis._analysis import AnalysisResult
+from negotiation.analysis._figures import FIGURES
+from negotiation.analysis._resample import backend
+from negotiation.analysis._tables import BUILDERS, Report, Table
+from negotiation.errors import NegotiationError
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#222}table{border-collapse:collapse;
+margin:.5em 0 1.5em}td,th{border:1px solid #bbb;padding:.2em .5em;font-size:.85em;text-align:left}
+th{background:#eef}caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
+img{max-width:100%;border:1px solid #ddd;margin:.5em 0}.fail{color:#b00;font-weight:600}.pending{color:#a60}"""
+
+
+def deviation_table(registry) -> Table:
+    t = Table("deviations", "Deviation log (registry): every departure from the frozen protocol.",
+              ["Id", "Date", "Title", "Category", "Applies to"])
+    for entry in registry.deviations.active():
+        scope = "all arms" if entry.all_arms else ", ".join([*entry.arms, *(c.arm for c in entry.cells)]) or "—"
+        t.rows.append([str(entry.id), str(entry.date), entry.title, entry.category, scope])
+    return t
+
+
+def compliance_table(study: str, root: Path, results_dir: Path) -> Table:
+    from negotiation.registry import run_audit
+
+    t = Table("audit", "Protocol compliance (nego audit): each check, its status and its evidence.",
+              ["Check", "Status", "Evidence", "Deviations"])
+    try:
+        report = run_audit(study, root=root, results_dir=results_dir)
+    except NegotiationError as exc:
+        t.rows.append(["audit", "error", str(exc), "—"])
+        return t
+    for finding in report.findings:
+        t.rows.append([finding.check, finding.status, finding.evidence,
+                       ", ".join(map(str, finding.deviations)) or "—"])
+    return t
+
+
+def markdown_table(table: Table) -> str:
+    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = [f"**{table.caption}**", "", "| " + " | ".join(map(cell, table.headers)) + " |",
+             "|" + "---|" * len(table.headers)]
+    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in table.rows]
+    return "\n".join(lines) + "\n"
+
+
+def html_table(table: Table) -> str:
+    def td(text: str) -> str:
+        status = text if text in ("fail", "pending") else ""
+        return f"<td class='{status}'>{html.escape(str(text))}</td>" if status else f"<td>{html.escape(str(text))}</td>"
+
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
+    body = "".join("<tr>" + "".join(td(c) for c in row) + "</tr>" for row in table.rows)
+    return (f"<table id='{table.key}'><caption>{html.escape(table.caption)}</caption><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table>")
+
+
+def _preamble(study: str, result: AnalysisResult, validation: Any) -> list[str]:
+    s = result.settings
+    reruns = sum(c.interval.rerun for c in result.contrasts)
+    return [
+        f"Study `{study}`: {len(result.arm_table)} arms, {int(result.arm_table['episodes'].sum())} episodes.",
+        f"Validation: {'passed' if validation.success else 'FAILED'} ({len(validation.checks)} great-expectations "
+        f"checks; Data Docs: {validation.data_docs}).",
+        f"Intervals: percentile seed-cluster bootstrap, {s.resamples} resamples, level {s.level}, seed {s.seed}, "
+        f"Holm at α = {s.alpha} over the primary family; {reruns} contrasts re-run at {s.rerun_resamples} resamples "
+        f"because a bound sat within its Monte Carlo band (protocol band {s.mc_band}); resampler: {backend()}.",
+        "Marks: * primary contrast surviving Holm; e exploratory interval excluding 0; † passes the prespecified "
+        "guards but fails a post-hoc one.",
+    ]
+
+
+def build_report(result: AnalysisResult, context, results_dir: Path, out_dir: Path, validation) -> dict[str, Path]:
+    """Write ``report.html``, ``report.md`` and ``figures/*.png`` under ``out_dir``."""
+    out = Path(out_dir)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    r = Report(result, context.protocol, context.arms)
+    tables = [builder(r) for builder in BUILDERS]
+    tables += [deviation_table(context.registry), compliance_table(context.name, context.root, Path(results_dir))]
+    figures = {name: draw(r) for name, draw in FIGURES.items()}
+    paths = {f"figures/{name}.png": out / "figures" / f"{name}.png" for name in figures}
+    for name, png in figures.items():
+        paths[f"figures/{name}.png"].write_bytes(png)
+    title = f"Negotiation study report: {context.name}"
+    preamble = _preamble(context.name, result, validation)
+    md = [f"# {title}", "", *[f"- {line}" for line in preamble], ""]
+    md += [f"![{name}](figures/{name}.png)\n" for name in figures]
+    md += [markdown_table(t) for t in tables]
+    paths["report.md"] = out / "report.md"
+    paths["report.md"].write_text("\n".join(md), encoding="utf-8")
+    images = "".join(f"<figure id='{name}'><img alt='{name}' src='data:image/png;base64,"
+                     f"{base64.b64encode(png).decode()}'></figure>" for name, png in figures.items())
+    page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><ul>"
+            + "".join(f"<li>{html.escape(line)}</li>" for line in preamble) + f"</ul>{images}"
+            + "".join(html_table(t) for t in tables) + "</body></html>")
+    paths["report.html"] = out / "report.html"
+    paths["report.html"].write_text(page, encoding="utf-8")
+    return paths

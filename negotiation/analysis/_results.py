@@ -1,0 +1,153 @@
+"""Stage functions over a results directory: validate, analyze (the DVC stages call these).
+
+Layout (``negotiation.registry.ResultsLayout``)::
+
+    evaluate/<arm>/episodes.parquet, evaluate/<arm>/turns.parquet   inputs
+    validate/report.json, validate/docs/index.html                  validate stage
+    analyze/contrasts.json, metrics.parquet, arms.parquet,           analyze stage
+    analyze/guards.json, analyze/frontiers.json
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from negotiation.analysis._analysis import AnalysisResult, run_analysis, settings_from_protocol, write_analysis
+from negotiation.analysis._errors import AnalysisError
+from negotiation.analysis._validate import ValidationReport, require_valid, validate_episodes, validation_settings
+
+
+@dataclass(frozen=True)
+class StudyContext:
+    """A study's frozen protocol, its arms (frozen and registry-added) and its registry."""
+
+    name: str
+    protocol: Any
+    arms: dict[str, Any]
+    registry: Any
+    root: Path
+
+
+def load_context(study: str, root: Path | None = None) -> StudyContext:
+    """Protocol, arm matrix plus added arms, and registry of ``study``."""
+    from negotiation.protocol import default_root, load_study
+    from negotiation.registry import load_registry
+
+    root = Path(root or default_root())
+    loaded = load_study(study, root)
+    registry = load_registry(study, root)
+    return StudyContext(study, loaded.protocol, {**loaded.arms, **registry.added}, registry, root)
+
+
+def load_tables(results_dir: Path, arms, *, turns: bool = True) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """Episode (and turn) tables of every arm that has them under ``evaluate/<arm>/``."""
+    from negotiation.registry import ResultsLayout
+
+    layout = ResultsLayout(Path(results_dir))
+    episodes, turn_tables = {}, {}
+    for arm in arms:
+        path = layout.episodes(arm)
+        if path.exists():
+            episodes[arm] = pd.read_parquet(path)
+            turn_path = path.with_name("turns.parquet")
+            if turns and turn_path.exists():
+                turn_tables[arm] = pd.read_parquet(turn_path)
+    if not episodes:
+        raise AnalysisError(str(layout.dir / "evaluate"), "<arm>/episodes.parquet", "no arm has an episode table")
+    return episodes, turn_tables
+
+
+def validate_results(context: StudyContext, results_dir: Path) -> ValidationReport:
+    """Validate every arm's table; write ``validate/report.json`` and Data Docs."""
+    out = Path(results_dir) / "validate"
+    episodes, _ = load_tables(results_dir, context.arms, turns=False)
+    settings = validation_settings(context.protocol, list(context.arms))
+    report = validate_episodes(episodes, settings, docs_dir=out / "docs", study=context.name)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    return report
+
+
+def require_validated(context: StudyContext, results_dir: Path) -> ValidationReport:
+    """The stored validation report (validating first if there is none); raise if it failed."""
+    path = Path(results_dir) / "validate" / "report.json"
+    report = (ValidationReport.model_validate(json.loads(path.read_text(encoding="utf-8"))) if path.exists()
+              else validate_results(context, results_dir))
+    require_valid(report)
+    return report
+
+
+def analyze_results(context: StudyContext, results_dir: Path, *, seed: int, resamples: int | None = None
+                    ) -> AnalysisResult:
+    """Run the analysis on validated tables and write ``analyze/``."""
+    require_validated(context, results_dir)
+    episodes, turns = load_tables(results_dir, context.arms)
+    settings = settings_from_protocol(context.protocol, seed=seed, resamples=resamples)
+    result = run_analysis(episodes, context.protocol, context.arms, settings, turns=turns or None,
+                          signoffs=context.registry.signoffs)
+    write_analysis(result, Path(results_dir) / "analyze", context.name)
+    return result
+
+
+def report_results(context: StudyContext, results_dir: Path, out_dir: Path, *, seed: int,
+                   resamples: int | None = None) -> dict[str, Path]:
+    """Validation gate, analysis (rewriting ``analyze/``) and the report under ``out_dir``.
+
+    The analysis is deterministic in ``seed``, so re-running it here reproduces the
+    analyze stage's numbers exactly while keeping everything the report draws in memory.
+    """
+    from negotiation.analysis._report import build_report
+
+    validation = require_validated(context, results_dir)
+    result = analyze_results(context, results_dir, seed=seed, resamples=resamples)
+    return build_report(result, context, results_dir, out_dir, validation)
+
+
+def viewer_results(context: StudyContext, results_dir: Path, out_path: Path, *, arms=None, max_episodes: int,
+                   seed: int) -> Path:
+    """The transcript viewer over the chosen arms; a seeded sample when there are too many episodes."""
+    import numpy as np
+
+    from negotiation.analysis._viewer import write_viewer
+
+    chosen = list(arms) if arms else list(context.arms)
+    episodes, turns = load_tables(results_dir, chosen)
+    if not turns:
+        raise AnalysisError(str(results_dir), "evaluate/<arm>/turns.parquet", "no turn tables to show")
+    table = pd.concat(list(episodes.values()), ignore_index=True)
+    note = f"{len(table)} episodes."
+    if len(table) > max_episodes:
+        keep = np.sort(np.random.default_rng(seed).choice(len(table), size=max_episodes, replace=False))
+        note = f"A seeded sample (seed {seed}) of {max_episodes} of {len(table)} episodes."
+        table = table.iloc[keep]
+    return write_viewer(out_path, table, pd.concat(list(turns.values()), ignore_index=True),
+                        title=f"Transcripts: {context.name}", note=note)
+
+
+def packet_results(context: StudyContext, results_dir: Path, out_dir: Path, *, seed: int) -> dict[str, Path]:
+    """The seeded hand-read packet: ``packet.csv`` and a viewer over exactly those episodes."""
+    import numpy as np
+
+    from negotiation.analysis._packet import hand_read_packet
+    from negotiation.analysis._viewer import write_viewer
+
+    episodes, turns = load_tables(results_dir, context.arms)
+    per_family = context.protocol.guards.hand_read.transcripts_per_domain_family
+    packet = hand_read_packet(episodes, context.arms, tuple(context.protocol.domains.held_out), per_family,
+                              np.random.default_rng(seed))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    packet.to_csv(out / "packet.csv", index=False)
+    key = ["arm", "domain", "seed", "buyer"]
+    table = pd.concat(list(episodes.values()), ignore_index=True).merge(packet[key], on=key)
+    all_turns = pd.concat(list(turns.values()), ignore_index=True) if turns else pd.DataFrame()
+    viewer = write_viewer(out / "packet.html", table, all_turns.merge(packet[key], on=key),
+                          title=f"Hand-read packet: {context.name}",
+                          note=f"{per_family} transcripts per trained arm per domain family, seed {seed}. "
+                               f"Record a verdict with: nego signoff ARM --reader NAME --verdict pass|fail ...")
+    return {"packet.csv": out / "packet.csv", "packet.html": viewer}
