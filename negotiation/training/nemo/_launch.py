@@ -97,19 +97,19 @@ def _parent_mlflow_run(config: Any, plan: RunPlan) -> str:
 
 def _open_mlflow_run(config: Any, plan: RunPlan, ours: dict[str, Any], root: Path) -> str:
     """Create the MLflow run with our tags; NeMo-RL's logger then logs into it by id."""
-    import mlflow
+    from mlflow.tracking import MlflowClient
 
     cfg = config.logger["mlflow"]
-    mlflow.set_tracking_uri(cfg["tracking_uri"])
-    experiment = mlflow.get_experiment_by_name(cfg["experiment_name"])
-    experiment_id = experiment.experiment_id if experiment else mlflow.create_experiment(cfg["experiment_name"])
+    client = MlflowClient(tracking_uri=cfg["tracking_uri"])  # no process-wide URI: NeMo-RL's logger sets it
+    experiment = client.get_experiment_by_name(cfg["experiment_name"])
+    experiment_id = experiment.experiment_id if experiment else client.create_experiment(cfg["experiment_name"])
     # The demo trainer's tag keys ("arm" is the training run), plus what only this backend has.
     tags = {"study": plan.study, "arm": plan.run, "size": plan.size, "lr_multiple": str(plan.lr_multiple),
             "parent_run": _parent_mlflow_run(config, plan), "parent_arm": plan.parent_run or "",
             "protocol_hash": ours.get("protocol_hash") or "", "git_commit": git_commit(root), "phase": "training",
             "prompt_hash": ours.get("prompt_hash") or "", "backend": "nemo-rl",
             "step_offset": str(plan.step_offset), "requested_arm": plan.arm or ""}
-    run = mlflow.MlflowClient().create_run(experiment_id, run_name=plan.run, tags=tags)
+    run = client.create_run(experiment_id, run_name=plan.run, tags=tags)
     cfg["run_id"] = run.info.run_id
     return run.info.run_id
 

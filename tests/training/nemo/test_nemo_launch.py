@@ -87,3 +87,36 @@ def test_existing_checkpoints_are_not_resumed_silently(tmp_path):
     if NO_NEMO:  # accepting the resume gets as far as the backend check
         with pytest.raises(BackendUnavailableError):
             launch_training(path, resume=True)
+
+
+def test_the_mlflow_run_carries_the_arm_tags_and_links_the_parent(tmp_path, monkeypatch):
+    import json
+    from types import SimpleNamespace
+
+    from mlflow.tracking import MlflowClient
+
+    from negotiation.training.nemo._launch import _open_mlflow_run, _reopen_mlflow_run
+
+    # A file store: no database migrations to wait for, and only tags are written here.
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    uri = (tmp_path / "mlruns").as_uri()
+    parent_dir = tmp_path / "e2b_shared_init"
+    parent_dir.mkdir()
+    (parent_dir / "run.json").write_text(json.dumps({"mlflow_run_id": "parent-id"}))
+    config = SimpleNamespace(
+        logger={"mlflow": {"experiment_name": "paper", "run_name": "e2b_shared_cont", "tracking_uri": uri}},
+        checkpointing={"checkpoint_dir": str(tmp_path / "e2b_shared_cont" / "checkpoints")})
+    plan = plan_run(PAPER, "e2b_shared_104")
+    run_id = _open_mlflow_run(config, plan, {"protocol_hash": "p", "prompt_hash": "q"}, tmp_path)
+    assert config.logger["mlflow"]["run_id"] == run_id
+    run = MlflowClient(tracking_uri=uri).get_run(run_id)
+    tags = run.data.tags
+    assert (tags["study"], tags["arm"], tags["size"], tags["lr_multiple"]) == ("paper", "e2b_shared_cont", "e2b", "1.0")
+    assert (tags["parent_run"], tags["parent_arm"], tags["step_offset"]) == ("parent-id", "e2b_shared_init", "64")
+    assert (tags["protocol_hash"], tags["prompt_hash"], tags["requested_arm"]) == ("p", "q", "e2b_shared_104")
+    assert tags["backend"] == "nemo-rl" and tags["phase"] == "training" and tags["git_commit"]
+    # A resumed launch logs into the same run.
+    (tmp_path / "e2b_shared_cont").mkdir()
+    (tmp_path / "e2b_shared_cont" / "run.json").write_text(json.dumps({"mlflow_run_id": run_id}))
+    again = SimpleNamespace(logger={"mlflow": {}})
+    assert _reopen_mlflow_run(again, tmp_path / "e2b_shared_cont") == run_id == again.logger["mlflow"]["run_id"]
