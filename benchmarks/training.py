@@ -7,10 +7,11 @@ Modes::
     python benchmarks/training.py demo --out DIR         # train every demo run, time per arm
     python benchmarks/training.py check --out DIR        # trained arms vs their base, held-out buyers
 
-``sweep`` trains the middle width's 1x initial run at each grid LR (half-decade steps) and reports
-validation mean S (training seed block only); it never touches evaluation seeds. The demo's shared
-LR is the grid value one step below the validation-best one, so that the study's 1x / 3x / 10x
-rates span under-training, the validation optimum and over-training as the paper's rates did. ``check`` plays every evaluated
+``sweep`` applies the shared-LR rule on validation only (training seed block, never evaluation
+seeds): walking a half-decade grid upward, train the largest width's 3x initial run at 3x each
+value and keep the largest value whose run neither collapses (final entropy < 0.05) nor ends at or
+below its step-0 validation score. Adam's tolerable rate shrinks with width, so the largest width
+at 3x is the binding run of the matrix (the 10x arm is expected to over-train, as in the paper). ``check`` plays every evaluated
 domain x evaluation seed x held-out buyer for each arm's read checkpoint and its size's untrained
 base, and prints the paired difference in S with a seed-cluster percentile bootstrap interval
 (the paper's reference: 2.3B at 3x LR, +0.037 [+0.017, +0.057]). Exit status 1 when the largest
@@ -28,12 +29,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
 from negotiation.agents import Policy, PolicyAgent, PolicyArch, make_agent
 from negotiation.env import EnvConfig, load_domain, make_scenario, run_episode
 from negotiation.protocol import load_study
-from negotiation.training import ScenarioMaker, loo_advantages, play, train_arm, training_items
+from negotiation.training import CURVES_FILE, ScenarioMaker, loo_advantages, play, train_arm, training_items
 from negotiation.training import final_checkpoint, train_config_for, training_env, training_runs
 from negotiation.training._trainer import _grpo_update, _start
 
@@ -71,26 +73,34 @@ def speed(study) -> None:
                 print(f"{size.width:>6} {episodes:>9} {kind:>9} {len(ro.actions):>13} {dt:>7.2f}")
 
 
+def _collapsed(summary, run_dir: Path) -> bool:
+    """Validation no better than at step 0, or a near-deterministic policy at the end."""
+    entropy = pd.read_csv(run_dir / CURVES_FILE)["train/entropy"].iloc[-1]
+    scores = [summary.val_scores[s] for s in sorted(summary.val_scores)]
+    return bool(np.mean(scores[-3:]) <= scores[0] or entropy < 0.05)
+
+
 def sweep(study, out: Path) -> None:
-    """Validation mean S of the middle width's 1x initial run at each grid LR."""
-    sizes = sorted(study.protocol.sizes.values(), key=lambda s: s.width)
-    middle = sizes[len(sizes) // 2]
+    """The shared-LR rule: the largest grid LR whose 3x multiple trains the largest width
+    without collapse on validation (grid walked upward, stopping at the first collapse)."""
+    largest = max(study.protocol.sizes.values(), key=lambda s: s.width)
     run = next(a.run for a in study.arms.values() if a.kind == "trained" and a.parent_run is None
-               and a.lr_multiple == 1 and study.protocol.sizes[a.size].width == middle.width)
-    base = train_config_for(study, run)
-    env = training_env(study.protocol)
-    results = {}
+               and a.lr_multiple == 3 and study.protocol.sizes[a.size].width == largest.width)
+    base, env, chosen, results = train_config_for(study, run), training_env(study.protocol), None, {}
     for lr in SWEEP_GRID:
         recipe = base.recipe.model_copy(update={"lr": lr, "lr_floor": lr * base.recipe.lr_floor / base.recipe.lr})
-        summary = train_arm(base.model_copy(update={"recipe": recipe}), env, out / f"sweep_{lr:g}", track=False)
-        tail = [summary.val_scores[s] for s in sorted(summary.val_scores)[-3:]]
-        results[lr] = (summary.val_scores, float(np.mean(tail)), summary.seconds)
-        print(f"lr {lr:g}: validation {[round(v, 3) for v in summary.val_scores.values()]} "
-              f"last-3 mean {np.mean(tail):.3f} ({summary.seconds:.0f} s)", flush=True)
-    best = max(results, key=lambda lr: results[lr][1])
-    shared = SWEEP_GRID[max(0, SWEEP_GRID.index(best) - 1)]
-    print(f"validation-best 1x LR of {run} (last-3 mean): {best:g}; shared LR one step below: {shared:g}")
-    (out / "sweep.json").write_text(json.dumps({str(k): v[1] for k, v in results.items()}, indent=2))
+        run_dir = out / f"sweep_{lr:g}"
+        summary = train_arm(base.model_copy(update={"recipe": recipe}), env, run_dir, track=False)
+        collapsed = _collapsed(summary, run_dir)
+        results[f"{lr:g}"] = {"validation": list(summary.val_scores.values()), "collapsed": collapsed}
+        print(f"shared {lr:g} (3x = {3 * lr:g}) on {run}: validation "
+              f"{[round(v, 3) for v in summary.val_scores.values()]} {'COLLAPSED' if collapsed else 'ok'} "
+              f"({summary.seconds:.0f} s)", flush=True)
+        if collapsed:
+            break
+        chosen = lr
+    print(f"shared LR: {chosen:g}" if chosen else "no grid LR trains without collapse")
+    (out / "sweep.json").write_text(json.dumps({"chosen": chosen, "runs": results}, indent=2))
 
 
 def demo(study, out: Path) -> dict[str, dict]:
@@ -102,10 +112,13 @@ def demo(study, out: Path) -> dict[str, dict]:
         parent = final_checkpoint(out / parent_run) if parent_run else None
         summary = train_arm(train_config_for(study, run, parent=parent), env, out / run)
         val = [round(v, 3) for v in summary.val_scores.values()]
-        report[run] = {"seconds": round(summary.seconds, 1), "validation": val}
-        print(f"{run:>18}: {summary.seconds:6.1f} s  validation {val}", flush=True)
+        report[run] = {"seconds": round(summary.seconds, 1), "cpu_seconds": round(summary.cpu_seconds, 1),
+                       "validation": val}
+        print(f"{run:>18}: {summary.seconds:6.1f} s wall {summary.cpu_seconds:6.1f} s CPU  "
+              f"validation {val}", flush=True)
     total = sum(r["seconds"] for r in report.values())
-    print(f"total training time: {total:.0f} s for {len(report)} runs")
+    cpu = sum(r["cpu_seconds"] for r in report.values())
+    print(f"total training time: {total:.0f} s wall, {cpu:.0f} s CPU for {len(report)} runs")
     (out / "demo_training.json").write_text(json.dumps(report, indent=2))
     return report
 
@@ -153,8 +166,13 @@ def check(study, out: Path) -> int:
         scores = _play_arm(make_agent(f"policy:{folder}", "seller"), study, env)
         diff = {k: scores[k] - bases[arm.size][k] for k in scores}
         mean, lo, hi = paired_bootstrap(diff, 10_000, seed=0)
+        per_buyer = "  ".join(
+            "{}: {:+.3f} [{:+.3f}, {:+.3f}]".format(b, *paired_bootstrap(
+                {k: v for k, v in diff.items() if k[2] == b}, 10_000, seed=0))
+            for b in study.protocol.buyers.evaluation)
         print(f"{name:>18} {step:>5} {np.mean(list(bases[arm.size].values())):7.3f} "
-              f"{np.mean(list(scores.values())):7.3f} {mean:+7.3f} [{lo:+.3f}, {hi:+.3f}]", flush=True)
+              f"{np.mean(list(scores.values())):7.3f} {mean:+7.3f} [{lo:+.3f}, {hi:+.3f}]  {per_buyer}",
+              flush=True)
         largest = max(study.protocol.sizes, key=lambda k: study.protocol.sizes[k].width)
         if arm.size == largest and arm.lr_multiple == 3 and lo > 0:
             failed = 0

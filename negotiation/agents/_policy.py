@@ -24,7 +24,13 @@ from pydantic import ValidationError
 
 from negotiation.agents._offers import term_value
 from negotiation.agents._policy_features import MAX_SLOTS, FeatureBatch, view_features
-from negotiation.agents._policy_net import N_TOKENS, PolicyArch, PolicyNet, feature_tensors, token_logits
+from negotiation.agents._policy_net import (
+    N_TOKENS,
+    PolicyArch,
+    PolicyNet,
+    feature_tensors,
+    token_logits,
+)
 from negotiation.agents._prose import render_accept, render_counter
 from negotiation.agents._spec import AgentSpec
 from negotiation.env import Reply, Role, View
@@ -111,7 +117,8 @@ class Policy:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         torch.save(self.net.state_dict(), folder / WEIGHTS_FILE)
-        (folder / CONFIG_FILE).write_text(self.arch.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        config = self.arch.model_dump_json(indent=2) + "\n"
+        (folder / CONFIG_FILE).write_text(config, encoding="utf-8")
 
     @classmethod
     def load(cls, folder: str | Path) -> Policy:

@@ -32,7 +32,16 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from negotiation.env import INVALID, Domain, Message, PartyPrefs, Term, View, canonical_value, feature
+from negotiation.env import (
+    INVALID,
+    Domain,
+    Message,
+    PartyPrefs,
+    Term,
+    View,
+    canonical_value,
+    feature,
+)
 
 FEATURE_VERSION = 1
 MAX_SLOTS = 10
@@ -105,7 +114,7 @@ def _u_tilde(weights: np.ndarray, phis: np.ndarray) -> float:
 
 
 def _history_utilities(view: View, weights: np.ndarray) -> tuple[float, float, float, float]:
-    """Counterpart has spoken; own Ũ after its first turn, after its previous turn, after my last."""
+    """Counterpart spoke; own Ũ after its first turn, after its previous turn, after my last."""
     terms, prefs, me = view.domain.terms, view.prefs, view.role
     theirs = [m for m in view.history if m.role != me]
     mine = [m for m in view.history if m.role == me]
@@ -142,7 +151,8 @@ def _view_features(view: View, out_slot: np.ndarray, out_glob: np.ndarray,
     weights[:n] = [prefs.weights[t.name] for t in terms]
     phi_ledger = _phis(terms, prefs, ledger)
     theirs, mine = _moved(view.history, False, me), _moved(view.history, True, me)
-    out_slot[:n, 13] = np.argsort(np.argsort(-weights[:n], kind="stable"), kind="stable") / max(1, n - 1)
+    order = np.argsort(-weights[:n], kind="stable")
+    out_slot[:n, 13] = np.argsort(order, kind="stable") / max(1, n - 1)
     n_named = 0
     for i, term in enumerate(terms):
         named = term.name in ledger and canonical_value(term, ledger[term.name]) is not INVALID

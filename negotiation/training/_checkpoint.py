@@ -71,7 +71,8 @@ def read_training_info(folder: Path) -> TrainingInfo:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{path}:<file>: not a checkpoint folder (no {TRAINING_INFO_FILE})") from None
+        raise ConfigError(
+            f"{path}:<file>: not a checkpoint folder (no {TRAINING_INFO_FILE})") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:line {exc.lineno}: invalid JSON: {exc.msg}") from exc
     try:

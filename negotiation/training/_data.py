@@ -61,7 +61,8 @@ def training_items(data: TrainData, dataset_seed: int, start: int, count: int) -
         raise ValueError(f"start and count must be >= 0, got start={start} count={count}")
     lo, hi = data.train_seeds
     order = _pair_order(data.domains, lo, hi, dataset_seed)
-    return [_item(data, order, data.train_seeds, i, dataset_seed) for i in range(start, start + count)]
+    return [_item(data, order, data.train_seeds, i, dataset_seed)
+            for i in range(start, start + count)]
 
 
 def validation_items(data: TrainData) -> list[TrainItem]:

@@ -49,7 +49,7 @@ def loo_advantages(rewards: np.ndarray) -> np.ndarray:
 
 
 def k3_kl(logp: torch.Tensor, logp_ref: torch.Tensor, clamp: float = 20.0) -> torch.Tensor:
-    """Per-token k3 estimate of KL(policy || reference): ``exp(r) - 1 - r``, ``r = logp_ref - logp``.
+    """Per-token k3 estimate of KL(policy || reference): ``exp(r) - 1 - r``, ``r = lp_ref - lp``.
 
     ``r`` is clamped to ``[-clamp, clamp]`` (NeMo-RL's input clamp) so one near-impossible
     token cannot blow the loss up.
@@ -60,7 +60,7 @@ def k3_kl(logp: torch.Tensor, logp_ref: torch.Tensor, clamp: float = 20.0) -> to
 
 def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, clip_low: float,
                       clip_high: float) -> torch.Tensor:
-    """PPO's clipped policy-gradient loss per token: ``-min(ρ A, clip(ρ, 1-ε_lo, 1+ε_hi) A)``."""
+    """PPO's clipped policy-gradient loss per token: ``-min(ρA, clip(ρ, 1-ε_lo, 1+ε_hi) A)``."""
     clipped = ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
     return -torch.minimum(ratio * advantages, clipped * advantages)
 
@@ -69,8 +69,9 @@ def lr_at(step: int, *, peak: float, floor: float, warmup_steps: int, total_step
     """Learning rate of optimizer step ``step`` (0-based) of one warmup-cosine schedule.
 
     Steps ``0 .. W-1`` rise linearly, ``peak (s + 1) / W``, reaching the peak on the last warmup
-    step; steps ``W .. N-1`` follow ``floor + (peak - floor) (1 + cos(π (s - W + 1) / (N - W))) / 2``
-    and reach the floor on the last step. A continuation run calls this with its own step
+    step; steps ``W .. N-1`` follow
+    ``floor + (peak - floor) (1 + cos(π (s - W + 1) / (N - W))) / 2`` and reach the floor on the
+    last step. A continuation run calls this with its own step
     count from 0 again: the schedule restarts, it does not resume the parent's cosine.
     """
     if not 0 <= step < total_steps:

@@ -58,8 +58,9 @@ def _data(protocol) -> TrainData:
     split = block.stop - max(1, block.size // VALIDATION_SHARE)
     buyers = tuple(BuyerShare(spec=b.spec, weight=b.weight) for b in protocol.buyers.training)
     return TrainData(domains=tuple(protocol.domains.training), train_seeds=(block.start, split),
-                     validation_seeds=(split, block.stop), validation_scenarios=VALIDATION_SCENARIOS,
-                     buyers=buyers, dirichlet_alpha=protocol.environment.dirichlet_alpha)
+                     validation_seeds=(split, block.stop),
+                     validation_scenarios=VALIDATION_SCENARIOS, buyers=buyers,
+                     dirichlet_alpha=protocol.environment.dirichlet_alpha)
 
 
 def training_runs(study) -> list[str]:
@@ -78,15 +79,18 @@ def train_config_for(study, run: str, *, parent: Path | None = None,
     where = f"protocol/{study.name}/arms.yaml"
     owners = [a for a in study.arms.values() if a.kind == "trained" and a.run == run]
     if not owners:
-        raise ConfigError(f"{where}:arms: no trained arm has run {run!r}; runs: {training_runs(study)}")
+        raise ConfigError(f"{where}:arms: no trained arm has run {run!r}; "
+                          f"runs: {training_runs(study)}")
     arm, protocol = owners[0], study.protocol
     size = protocol.sizes[arm.size]
     if size.kind != "policy":
         raise ConfigError(f"protocol/{study.name}/protocol.yaml:sizes.{arm.size}.kind: the demo "
-                          f"trainer trains policy sizes; {size.kind!r} runs need the NeMo-RL backend")
+                          f"trainer trains policy sizes; {size.kind!r} runs need the NeMo-RL "
+                          "backend")
     if (arm.parent_run is None) != (parent is None):
         need = "needs the parent's final checkpoint" if arm.parent_run else "has no parent run"
-        raise ConfigError(f"{where}:arms.{run}.parent_run: run {run!r} {need} (got parent={parent})")
+        raise ConfigError(f"{where}:arms.{run}.parent_run: run {run!r} {need} "
+                          f"(got parent={parent})")
     t = protocol.training
     steps = t.continuation_steps if arm.parent_run else t.initial_steps
     arm_cfg = ArmTraining(study=study.name, arm=run, width=size.width, lr_multiple=arm.lr_multiple,
@@ -109,8 +113,9 @@ def write_initial_policy(study, size: str, folder: Path | None = None) -> Path:
     (default: the size's ``checkpoint`` in the protocol, relative to the repository root)."""
     spec = study.protocol.sizes.get(size)
     if spec is None or spec.kind != "policy":
+        known = sorted(k for k, v in study.protocol.sizes.items() if v.kind == "policy")
         raise ConfigError(f"protocol/{study.name}/protocol.yaml:sizes.{size}: not a policy size "
-                          f"(policy sizes: {sorted(k for k, v in study.protocol.sizes.items() if v.kind == 'policy')})")
+                          f"(policy sizes: {known})")
     target = Path(folder) if folder is not None else Path(study.root) / spec.checkpoint
     Policy.init(PolicyArch(width=spec.width), spec.init_seed).save(target)
     return target

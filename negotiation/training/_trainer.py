@@ -29,7 +29,12 @@ import pandas as pd
 import torch
 
 from negotiation.agents._policy import Policy
-from negotiation.agents._policy_net import PolicyArch, feature_tensors, token_logprobs_entropy, token_mask
+from negotiation.agents._policy_net import (
+    PolicyArch,
+    feature_tensors,
+    token_logprobs_entropy,
+    token_mask,
+)
 from negotiation.env import EnvConfig
 from negotiation.training._checkpoint import (
     TrainingInfo, read_training_info, relative_to_folder, resolve_from, step_dir, write_checkpoint,
@@ -74,14 +79,17 @@ class TrainSummary:
     val_scores: dict[int, float]
     """Own step -> validation mean S."""
     seconds: float
+    """Wall-clock seconds of the call."""
+    cpu_seconds: float
+    """CPU seconds of this process during the call (what the run costs on a loaded machine)."""
     mlflow_run_id: str | None
 
 
 def _start(cfg: TrainConfig, run_dir: Path) -> _State:
     arm, recipe = cfg.arm, cfg.recipe
     if arm.parent is None:
-        policy = Policy.init(PolicyArch(width=arm.width, depth=arm.depth, value_bins=arm.value_bins),
-                             arm.init_seed)
+        arch = PolicyArch(width=arm.width, depth=arm.depth, value_bins=arm.value_bins)
+        policy = Policy.init(arch, arm.init_seed)
         base_dir, branch, consumed = step_dir(run_dir, 0), 0, 0
     else:
         info = read_training_info(arm.parent)
@@ -96,12 +104,14 @@ def _start(cfg: TrainConfig, run_dir: Path) -> _State:
     return _State(policy, base, base_dir, optimizer, rng, branch, consumed, arm.parent)
 
 
-def _jobs(items: list[TrainItem], seeds: np.ndarray, maker: ScenarioMaker) -> list[tuple[Any, Any, int]]:
+def _jobs(items: list[TrainItem], seeds: np.ndarray,
+          maker: ScenarioMaker) -> list[tuple[Any, Any, int]]:
     return [(maker.scenario(it), maker.buyer(it), int(s))
             for it, row in zip(items, seeds) for s in row]
 
 
-def _grpo_update(st: _State, ro: Rollouts, adv: np.ndarray, cfg: TrainConfig, lr: float) -> dict[str, float]:
+def _grpo_update(st: _State, ro: Rollouts, adv: np.ndarray, cfg: TrainConfig,
+                 lr: float) -> dict[str, float]:
     recipe = cfg.recipe
     for group in st.optimizer.param_groups:
         group["lr"] = lr
@@ -122,7 +132,8 @@ def _grpo_update(st: _State, ro: Rollouts, adv: np.ndarray, cfg: TrainConfig, lr
     loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(st.policy.net.parameters(), recipe.max_grad_norm)
     st.optimizer.step()
-    return {"train/loss": float(loss.detach()), "train/kl_penalty": float(masked_mean(kl.detach(), mask)),
+    return {"train/loss": float(loss.detach()),
+            "train/kl_penalty": float(masked_mean(kl.detach(), mask)),
             "train/entropy": float(masked_mean(entropy.detach(), mask)), "train/lr": lr,
             "train/grad_norm": float(grad_norm)}
 
@@ -136,7 +147,8 @@ def _episode_stats(ro: Rollouts) -> dict[str, float]:
                                          / max(1, sum(e.n_turns_of("seller") for e in eps)))}
 
 
-def _validate(st: _State, items: list[TrainItem], maker: ScenarioMaker, env: EnvConfig, spec: str) -> float:
+def _validate(st: _State, items: list[TrainItem], maker: ScenarioMaker, env: EnvConfig,
+              spec: str) -> float:
     # Sample seed = scenario seed: the policy samples exactly as it will in evaluation.
     jobs = [(maker.scenario(it), maker.buyer(it), it.seed) for it in items]
     return float(play(st.policy, spec, jobs, env).scores.mean())
@@ -178,7 +190,7 @@ def _write_curves(st: _State, run_dir: Path) -> None:
 
 def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: bool = True,
               threads: int = 1) -> TrainSummary:
-    """Train one arm and write ``run_dir`` (``step_N/`` folders, ``curves.csv``, ``validation.csv``).
+    """Train one arm; write ``run_dir`` (``step_N/`` folders, ``curves.csv``, ``validation.csv``).
 
     Args:
         cfg: recipe, data and arm (numbers from the study protocol).
@@ -188,7 +200,8 @@ def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: b
         threads: torch CPU threads while training (restored after); 1 is fastest for these
             small networks and keeps results identical across runs.
     """
-    t0, run_dir, old_threads = time.perf_counter(), Path(run_dir), torch.get_num_threads()
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    run_dir, old_threads = Path(run_dir), torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -200,16 +213,19 @@ def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: b
         except BaseException:
             tracker.finish("FAILED")
             raise
-        tracker.set_tags({"checkpoints": " ".join(st.checkpoints[s] for s in sorted(st.checkpoints))})
+        paths = " ".join(st.checkpoints[s] for s in sorted(st.checkpoints))
+        tracker.set_tags({"checkpoints": paths})
         tracker.finish()
     finally:
         torch.set_num_threads(old_threads)
     _write_curves(st, run_dir)
     return TrainSummary(cfg.arm.arm, run_dir, st.branch_step, cfg.arm.steps, dict(st.checkpoints),
-                        dict(st.val_scores), time.perf_counter() - t0, tracker.run_id)
+                        dict(st.val_scores), time.perf_counter() - t0,
+                        time.process_time() - cpu0, tracker.run_id)
 
 
-def _loop(st: _State, cfg: TrainConfig, env: EnvConfig, run_dir: Path, tracker: NullTracker) -> None:
+def _loop(st: _State, cfg: TrainConfig, env: EnvConfig, run_dir: Path,
+          tracker: NullTracker) -> None:
     """Own steps 0..N; metrics go to MLflow at combined steps so a continuation's curves extend
     its parent's."""
     recipe, arm = cfg.recipe, cfg.arm
