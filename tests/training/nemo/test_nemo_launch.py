@@ -120,3 +120,32 @@ def test_the_mlflow_run_carries_the_arm_tags_and_links_the_parent(tmp_path, monk
     (tmp_path / "e2b_shared_cont" / "run.json").write_text(json.dumps({"mlflow_run_id": run_id}))
     again = SimpleNamespace(logger={"mlflow": {}})
     assert _reopen_mlflow_run(again, tmp_path / "e2b_shared_cont") == run_id == again.logger["mlflow"]["run_id"]
+
+
+def test_a_continuation_logs_at_combined_steps_and_loads_only_the_parent_weights():
+    from negotiation.training.nemo._launch import _load_parent_weights, _offset_steps
+
+    calls = []
+
+    class Logger:
+        def log_metrics(self, metrics, step, prefix="", step_finished=False):
+            calls.append((step, prefix))
+
+    logger = Logger()
+    _offset_steps(logger, 64)
+    logger.log_metrics({"reward": 0.1}, 1, prefix="train")
+    logger.log_metrics({"accuracy": 0.2}, step=8, prefix="validation")
+    assert calls == [(65, "train"), (72, "validation")]
+
+    class Policy:
+        def run_all_workers_single_data(self, method, **kwargs):
+            calls.append((method, kwargs))
+
+    class Synchronizer:
+        def sync_weights(self):
+            calls.append("synced")
+
+    calls.clear()
+    _load_parent_weights(Policy(), type("Generation", (), {"weight_synchronizer": Synchronizer()})(), "/p/weights")
+    # Weights only: no optimizer or scheduler state, so the continuation's schedule restarts.
+    assert calls == [("load_checkpoint", {"weights_path": "/p/weights", "optimizer_path": None}), "synced"]
