@@ -85,3 +85,23 @@ def test_prompt_builders_load_by_path_or_fail_naming_it():
         load_prompt_builder("nowhere:fn")
     with pytest.raises(ConfigError, match="cannot load 'negotiation.env:no_such'"):
         load_prompt_builder("negotiation.env:no_such")
+
+
+def test_the_default_prompt_builder_renders_and_round_trips_on_both_templates():
+    from negotiation.training.nemo import check_round_trip
+    from negotiation.training.nemo._config import DEFAULT_PROMPT_BUILDER
+    from negotiation.training.nemo._state import replay
+    from negotiation.training.nemo._turn_tags import DEFAULT_HISTORY
+    from tests.training.nemo.chat_fixtures import conventional
+
+    builder = load_prompt_builder(DEFAULT_PROMPT_BUILDER)
+    state = training_scenarios(PAPER, offset=0, count=1, seed=0)[0]
+    for tokenizer in (e_series(), conventional()):
+        tags = derive_turn_tags(tokenizer, template_kwargs(False))
+        settings = env_settings("paper", tags=tags)
+        opening = [dict(m) for m in builder(replay(state, settings).view())]
+        assert [m["role"] for m in opening] == ["system", "user"]
+        check_round_trip(tokenizer, tags, opening + list(DEFAULT_HISTORY[1:]))  # the launcher's pre-flight
+        datum = build_datums([state], tokenizer=tokenizer, prompt_builder=builder, settings=settings,
+                             max_prompt_tokens=2048)[0]
+        assert datum["message_log"][0]["content"].endswith(tags.generation_prompt)
