@@ -63,13 +63,12 @@ render();
 """
 
 
-def _turn_flags(turn: pd.Series) -> list[str]:
-    flags = [name for name in ("json_leak", "placeholder", "template_tag") if bool(turn[f"flag_{name}"])]
-    if not bool(turn["ok"]):
-        flags.append("bad_parse")
-    if int(turn["n_off_schema"]) > 0:
-        flags.append("off_schema")
-    return flags
+def _turn_entry(t: dict[str, Any]) -> dict[str, Any]:
+    flags = [name for name in ("json_leak", "placeholder", "template_tag") if bool(t[f"flag_{name}"])]
+    flags += ["bad_parse"] * (not bool(t["ok"])) + ["off_schema"] * (int(t["n_off_schema"]) > 0)
+    return {"turn": int(t["turn"]), "role": str(t["role"]), "prose": str(t["prose"]), "ok": bool(t["ok"]),
+            "action": str(t["action"]), "terms": json.loads(t["terms"] or "[]"), "error": str(t["error"]),
+            "ledger": json.loads(t["ledger_after"] or "{}"), "flags": flags}
 
 
 def viewer_data(episodes: pd.DataFrame, turns: pd.DataFrame) -> dict[str, Any]:
@@ -78,20 +77,17 @@ def viewer_data(episodes: pd.DataFrame, turns: pd.DataFrame) -> dict[str, Any]:
                             "error", "ledger_after", "flag_json_leak", "flag_placeholder", "flag_template_tag",
                             "n_off_schema"], "turns")
     key = ["arm", "domain", "seed", "buyer"]
-    by_episode = {k: rows.sort_values("turn") for k, rows in turns.groupby(key, sort=False)}
+    by_episode: dict[tuple, list[dict[str, Any]]] = {}
+    for t in turns.sort_values([*key, "turn"]).to_dict("records"):
+        by_episode.setdefault(tuple(t[c] for c in key), []).append(_turn_entry(t))
     entries = []
-    for _, episode in episodes.sort_values(key).iterrows():
+    for episode in episodes.sort_values(key).to_dict("records"):
         k = tuple(episode[c] for c in key)
-        rows = by_episode.get(k, turns.iloc[:0])
-        turn_list = [{"turn": int(t["turn"]), "role": t["role"], "prose": str(t["prose"]), "ok": bool(t["ok"]),
-                      "action": str(t["action"]), "terms": json.loads(t["terms"] or "[]"), "error": str(t["error"]),
-                      "ledger": json.loads(t["ledger_after"] or "{}"), "flags": _turn_flags(t)}
-                     for _, t in rows.iterrows()]
-        flags = sorted({f for t in turn_list for f in t["flags"]})
+        turn_list = by_episode.get(k, [])
         score = episode["S"]
         entries.append({"arm": str(k[0]), "domain": str(k[1]), "seed": int(k[2]), "buyer": str(k[3]),
                         "outcome": str(episode["outcome"]), "S": None if pd.isna(score) else round(float(score), 4),
-                        "flags": flags, "turns": turn_list})
+                        "flags": sorted({f for t in turn_list for f in t["flags"]}), "turns": turn_list})
     return {"version": 1, "arms": sorted(episodes["arm"].unique().tolist()),
             "domains": sorted(episodes["domain"].unique().tolist()),
             "buyers": sorted(episodes["buyer"].unique().tolist()), "flags": list(FLAGS), "episodes": entries}

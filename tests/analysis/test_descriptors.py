@@ -103,4 +103,4 @@ def test_env_seller_utility_matches_the_environment():
     term = next(t for t in domain.terms if t.is_continuous)
     ledger = {term.name: term.range[0]}
     expected = score_ledger(make_scenario(domain, 5000000), "seller", ledger).u_tilde
-    assert env_seller_utility()("used_car", 5000000, ledger) == pytest.approx(expected)
+    assert env_seller_utility(0.3)("used_car", 5000000, ledger) == pytest.approx(expected)

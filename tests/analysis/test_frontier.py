@@ -171,7 +171,7 @@ def test_deal_efficiency_columns():
 
     from .frames import episode, frame
 
-    solutions = solve_scenarios([("used_car", 5000001)])
+    solutions = solve_scenarios([("used_car", 5000001)], 0.3)
     solution = solutions[("used_car", 5000001)]
     nash_s, nash_b = solution.nash
     episodes = frame([

@@ -1,0 +1,34 @@
+"""A demo study on disk: a copy of protocol/ and registry/ as a repository root, and a results
+directory of synthetic tables for every demo arm (built once per session)."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from negotiation.protocol import default_root
+
+
+@pytest.fixture(scope="session")
+def demo_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("root")
+    shutil.copytree(Path(default_root()) / "protocol", root / "protocol")
+    if (Path(default_root()) / "registry").exists():
+        shutil.copytree(Path(default_root()) / "registry", root / "registry")
+    return root
+
+
+@pytest.fixture(scope="session")
+def demo_results(demo_root, tmp_path_factory) -> Path:
+    from negotiation.analysis._results import load_context
+    from negotiation.analysis._synthetic import synthetic_tables
+
+    context = load_context("demo", demo_root)
+    results = tmp_path_factory.mktemp("results")
+    episodes, turns = synthetic_tables(context.protocol, list(context.arms), seed=3)
+    for arm in episodes:
+        folder = results / "evaluate" / arm
+        folder.mkdir(parents=True)
+        episodes[arm].to_parquet(folder / "episodes.parquet", index=False)
+        turns[arm].to_parquet(folder / "turns.parquet", index=False)
+    return results

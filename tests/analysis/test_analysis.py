@@ -1,0 +1,69 @@
+"""run_analysis on the synthetic demo: identities on every arm, Table 2 additivity, the audit's contrast check."""
+
+import json
+
+import numpy as np
+import pytest
+
+from negotiation.analysis import ContrastResult, score_identity_gap
+from negotiation.analysis._analysis import run_analysis, settings_from_protocol, write_analysis
+from negotiation.analysis._metrics import context_from_protocol
+from negotiation.analysis._results import load_context, load_tables
+
+
+@pytest.fixture(scope="module")
+def analysed(demo_root, demo_results):
+    context = load_context("demo", demo_root)
+    episodes, turns = load_tables(demo_results, context.arms)
+    settings = settings_from_protocol(context.protocol, seed=1, resamples=1000)
+    return context, run_analysis(episodes, context.protocol, context.arms, settings, turns=turns)
+
+
+def test_score_identity_holds_on_every_arm_and_panel(analysed):
+    context, result = analysed
+    metrics_context = context_from_protocol(context.protocol)
+    gaps = [score_identity_gap(row, metrics_context) for _, row in result.metrics.iterrows()]
+    assert len(gaps) == 19 * (3 + 2 + 9) and max(map(abs, gaps)) < 1e-12
+
+
+def test_table2_parts_sum_to_the_deal_only_change_for_every_trained_arm(analysed):
+    _, result = analysed
+    by_name = {c.spec.name: c.interval.mean for c in result.contrasts}
+    pairs = [n[: -len(" [seller_u]")] for n in by_name if n.endswith(" [seller_u]")]
+    assert len(pairs) == 13
+    for pair in pairs:
+        parts = by_name[f"{pair} [seller_u_dist]"] + by_name[f"{pair} [seller_u_integ]"]
+        assert parts == pytest.approx(by_name[f"{pair} [seller_u]"], abs=1e-12)
+        assert parts + by_name[f"{pair} [buyer_u]"] == pytest.approx(by_name[f"{pair} [welfare]"], abs=1e-12)
+
+
+def test_primary_family_and_marks(analysed):
+    context, result = analysed
+    primary = [c for c in result.contrasts if c.spec.primary]
+    assert [c.spec.name for c in primary] == [f"{c.arm} - {c.reference}" for c in context.protocol.statistics.primary_family]
+    for c in result.contrasts:
+        if c.spec.primary:
+            assert c.mark == ("*" if c.holm_rejected else "") and c.holm_p >= c.interval.p
+        else:
+            assert c.mark == ("e" if c.interval.excludes_zero else "") and c.holm_p is None
+
+
+def test_written_contrasts_pass_the_audit_check(analysed, demo_root, tmp_path):
+    from negotiation.registry import run_audit
+
+    context, result = analysed
+    paths = write_analysis(result, tmp_path / "analyze", "demo")
+    payload = json.loads(paths["contrasts.json"].read_text())
+    assert [ContrastResult.model_validate(c) for c in payload["contrasts"]] == result.contrasts
+    report = run_audit("demo", root=demo_root, results_dir=tmp_path)
+    assert [f.status for f in report.findings if f.check == "contrasts"] == ["pass"]
+    frontiers = json.loads(paths["frontiers.json"].read_text())["scenarios"]
+    assert len(frontiers) == 9 * 8 and all(np.diff(np.array(f["pareto"])[:, 0]).min() >= 0 for f in frontiers)
+
+
+def test_same_seed_same_family(analysed, demo_results):
+    context, result = analysed
+    episodes, turns = load_tables(demo_results, context.arms)
+    settings = settings_from_protocol(context.protocol, seed=1, resamples=1000)
+    again = run_analysis(episodes, context.protocol, context.arms, settings, turns=turns)
+    assert again.contrasts == result.contrasts and again.levels == result.levels
