@@ -2,12 +2,14 @@
 
 One call of ``train_arm`` trains one arm:
 
-1. Seeding block: the arm's seed fixes the initial weights (``Policy.init``), the data order
-   (``training_items``) and the rollouts' sample seeds (one ``numpy.random.Generator``); torch
-   runs single-threaded so the same seed gives bit-identical checkpoints and curves.
+1. Seeding block: the size's ``init_seed`` fixes the initial weights (``Policy.init``); the
+   run's ``seed`` fixes torch's global stream, the data order (``training_items``) and the
+   rollouts' sample seeds (one ``numpy.random.Generator``); torch runs single-threaded, so the
+   same seeds give bit-identical checkpoints and curves.
 2. Start: a fresh policy written as ``step_0/`` (the chain's base), or a parent ``step_N/``
    whose chain base stays the KL reference (a continuation never re-bases the KL).
-3. Each step: 16 scenarios x 8 rollouts played in lockstep through the engine; Eq. 1 rewards
+3. Each step: ``scenarios_per_step`` x ``group_size`` rollouts played in lockstep through the
+   engine; Eq. 1 rewards
    (training-phase ACCEPT flag from the ``EnvConfig``); leave-one-out normalized advantages
    per group; one AdamW step on the token-level PPO-clipped loss plus ``kl_coef`` x k3 KL to
    the base; the learning rate from a warmup-cosine schedule that restarts in a continuation.
@@ -87,6 +89,7 @@ class TrainSummary:
 
 def _start(cfg: TrainConfig, run_dir: Path) -> _State:
     arm, recipe = cfg.arm, cfg.recipe
+    torch.manual_seed(arm.seed)  # nothing below draws from it today; a dropout later would
     if arm.parent is None:
         arch = PolicyArch(width=arm.width, depth=arm.depth, value_bins=arm.value_bins)
         policy = Policy.init(arch, arm.init_seed)
