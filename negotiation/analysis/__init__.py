@@ -1,5 +1,19 @@
-"""Analysis of evaluation episode tables: statistics, metrics, frontier, validation, report."""
+"""Analysis of evaluation episode tables: statistics, metrics, frontier, validation, guards, report.
 
+Stages (each a function over a results directory, and a ``nego`` command):
+``validate_results`` (great-expectations) → ``analyze_results`` (metrics, contrasts with
+Holm, exact Pareto/Nash columns, guards) → ``report_results`` (HTML + Markdown + PNG);
+``viewer_results`` and ``packet_results`` for reading transcripts. See docs/analysis.md.
+"""
+
+from negotiation.analysis._analysis import (
+    AnalysisResult,
+    default_contrasts,
+    run_analysis,
+    settings_from_protocol,
+    write_analysis,
+)
+from negotiation.analysis._bargaining import ScenarioFrontier, max_welfare, nash_point, signed_distance
 from negotiation.analysis._bootstrap import (
     BootstrapSettings,
     Interval,
@@ -9,7 +23,26 @@ from negotiation.analysis._bootstrap import (
     percentile_interval,
     resample_cluster_means,
 )
+from negotiation.analysis._cli import (
+    analysis_app,
+    analyze_command,
+    contrast_command,
+    frontier_command,
+    packet_command,
+    report_command,
+    signoff_command,
+    validate_command,
+    viewer_command,
+)
 from negotiation.analysis._contrast import ContrastResult, ContrastSpec, contrast, contrast_values, run_family
+from negotiation.analysis._descriptors import (
+    descriptor_summary,
+    env_seller_utility,
+    episode_descriptors,
+    style_summary,
+    walk_aways,
+)
+from negotiation.analysis._efficiency import deal_efficiency, problem_from_scenario, solve_scenario, solve_scenarios
 from negotiation.analysis._errors import (
     AnalysisError,
     FrontierError,
@@ -19,13 +52,8 @@ from negotiation.analysis._errors import (
     SignoffError,
     ValidationFailed,
 )
-from negotiation.analysis._descriptors import (
-    descriptor_summary,
-    env_seller_utility,
-    episode_descriptors,
-    style_summary,
-    walk_aways,
-)
+from negotiation.analysis._frontier import Allocation, Frontier, Problem, pareto_frontier
+from negotiation.analysis._guards import GuardResult, PostHocThresholds, run_guards, style_dagger
 from negotiation.analysis._metrics import (
     MetricContext,
     context_from_protocol,
@@ -34,6 +62,7 @@ from negotiation.analysis._metrics import (
     score_identity_gap,
 )
 from negotiation.analysis._multiple import holm, interval_mark
+from negotiation.analysis._packet import hand_read_packet, record_signoff
 from negotiation.analysis._pairing import (
     METRICS,
     PAIR_KEY,
@@ -43,44 +72,41 @@ from negotiation.analysis._pairing import (
     metric_series,
     paired_values,
 )
+from negotiation.analysis._results import (
+    StudyContext,
+    analyze_results,
+    load_context,
+    load_tables,
+    packet_results,
+    report_results,
+    validate_results,
+    viewer_results,
+)
+from negotiation.analysis._synthetic import synthetic_tables
+from negotiation.analysis._validate import (
+    ValidationReport,
+    ValidationSettings,
+    require_valid,
+    validate_episodes,
+    validation_settings,
+)
+from negotiation.analysis._viewer import viewer_html, write_viewer
 
 __all__ = [
-    "AnalysisError",
-    "BootstrapSettings",
-    "ContrastResult",
-    "ContrastSpec",
-    "FrontierError",
-    "Interval",
-    "METRICS",
-    "MetricContext",
-    "MetricError",
-    "PAIR_KEY",
-    "PairingError",
-    "SettingsError",
-    "SignoffError",
-    "ValidationFailed",
-    "add_late_close",
-    "bootstrap_p_value",
-    "buyer_split_series",
-    "cluster_bootstrap",
-    "cluster_totals",
-    "combine_paired",
-    "context_from_protocol",
-    "contrast",
-    "descriptor_summary",
-    "env_seller_utility",
-    "episode_descriptors",
-    "contrast_values",
-    "holm",
-    "interval_mark",
-    "metric_series",
-    "metrics_table",
-    "outcome_summary",
-    "paired_values",
-    "percentile_interval",
-    "resample_cluster_means",
-    "run_family",
-    "score_identity_gap",
-    "style_summary",
-    "walk_aways",
+    "METRICS", "PAIR_KEY", "Allocation", "AnalysisError", "AnalysisResult", "BootstrapSettings",
+    "ContrastResult", "ContrastSpec", "Frontier", "FrontierError", "GuardResult", "Interval", "MetricContext",
+    "MetricError", "PairingError", "PostHocThresholds", "Problem", "ScenarioFrontier", "SettingsError",
+    "SignoffError", "StudyContext", "ValidationFailed", "ValidationReport", "ValidationSettings",
+    "add_late_close", "analysis_app", "analyze_command", "analyze_results", "bootstrap_p_value",
+    "buyer_split_series", "cluster_bootstrap", "cluster_totals", "combine_paired", "context_from_protocol",
+    "contrast", "contrast_command", "contrast_values", "deal_efficiency", "default_contrasts",
+    "descriptor_summary", "env_seller_utility", "episode_descriptors", "frontier_command", "hand_read_packet",
+    "holm", "interval_mark", "load_context", "load_tables", "max_welfare", "metric_series", "metrics_table",
+    "nash_point", "outcome_summary", "packet_command", "packet_results", "paired_values", "pareto_frontier",
+    "percentile_interval", "problem_from_scenario", "record_signoff", "report_command", "report_results",
+    "require_valid", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
+    "settings_from_protocol", "signed_distance", "signoff_command", "solve_scenario", "solve_scenarios",
+    "style_dagger", "style_summary", "synthetic_tables", "validate_command", "validate_episodes",
+    "validate_results", "validation_settings", "viewer_command", "viewer_html", "viewer_results", "walk_aways",
+    "write_analysis", "write_viewer",
 ]
