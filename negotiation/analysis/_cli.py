@@ -44,6 +44,19 @@ def _results_dir(context, results: Optional[Path]) -> Path:
     return Path(results) if results is not None else context.root / "outputs" / context.name
 
 
+def _with_derived(frames: dict, protocol, metric: str) -> dict:
+    """Add the columns derived metrics read: closing late, and the per-deal frontier columns."""
+    from negotiation.analysis._efficiency import deal_efficiency, solve_scenarios
+    from negotiation.analysis._pairing import add_late_close
+
+    frames = {name: add_late_close(frame, protocol.environment.converge_from_turn) for name, frame in frames.items()}
+    if metric in ("frontier_distance", "nash_distance", "welfare_share"):
+        keys = {(d, int(s)) for frame in frames.values() for d, s in zip(frame["domain"], frame["seed"])}
+        solutions = solve_scenarios(keys, protocol.environment.dirichlet_alpha)
+        frames = {name: frame.join(deal_efficiency(frame, solutions)) for name, frame in frames.items()}
+    return frames
+
+
 def contrast_command(
     minuend: Path = typer.Argument(..., help="Episode table (Parquet) of the arm whose score is the minuend."),
     subtrahend: Path = typer.Argument(..., help="Episode table (Parquet) of the arm subtracted from it."),
@@ -71,7 +84,9 @@ def contrast_command(
         frames[f"{path}"] = pd.read_parquet(path)
     if len(frames) != 2:
         raise AnalysisError(str(minuend), "<file>", "minuend and subtrahend are the same file")
-    settings = settings_from_protocol(load_context(study, root).protocol, seed=seed, resamples=resamples)
+    protocol = load_context(study, root).protocol
+    frames = _with_derived(frames, protocol, metric)
+    settings = settings_from_protocol(protocol, seed=seed, resamples=resamples)
     spec = ContrastSpec(name=f"{minuend.stem} - {subtrahend.stem}", weights={str(minuend): 1.0, str(subtrahend): -1.0},
                         metric=metric, domains=tuple(domain) if domain else None)
     values, clusters = PairedTables(frames).values(spec)

@@ -38,6 +38,14 @@ def test_contrast_json_contract_and_reproducibility(demo_root, demo_results):
     assert payload["clusters"] == 8 and payload["ci"][0] <= payload["mean"] <= payload["ci"][1]
     text = invoke("contrast", a, b, "--resamples", 2000, "--root", demo_root).output
     assert "8 seed clusters" in text and "144 paired episodes" in text
+    share = json.loads(invoke("contrast", a, b, "--metric", "welfare_share", "--resamples", 1000, "--json",
+                              "--root", demo_root).output)
+    both = merged[merged["deal_x"] & merged["deal_y"]]
+    assert share["episodes"] == len(both) and share["clusters"] == 8
+    late = json.loads(invoke("contrast", a, b, "--metric", "closes_late", "--resamples", 1000, "--json",
+                             "--root", demo_root).output)
+    expected = ((both["closing_turn_x"] >= 16).astype(float) - (both["closing_turn_y"] >= 16).astype(float)).mean()
+    assert late["mean"] == pytest.approx(expected)
 
 
 def test_frontier_json_contract(demo_root):

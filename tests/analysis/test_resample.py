@@ -35,7 +35,7 @@ def test_tuple_table_digits_index_the_summands():
     assert table[9:].tolist() == [0.0] * 7
 
 
-@pytest.mark.parametrize("num_clusters", [1, 2, 3, 7, 64, 100])
+@pytest.mark.parametrize("num_clusters", [1, 2, 3, 7, 8, 16, 64, 100])
 def test_numba_and_numpy_decoders_agree(num_clusters):
     values = np.random.default_rng(num_clusters).normal(size=num_clusters)
     fast = resample_totals(values, 3000, np.random.default_rng(5))
