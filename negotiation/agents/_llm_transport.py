@@ -201,6 +201,10 @@ class LitellmTransport:
             kwargs["api_base"] = self.api_base
         if self.api_key_env:
             kwargs["api_key"] = os.environ.get(self.api_key_env, "")
+        elif self.api_base and self.model.split("/", 1)[0] in ("openai", "hosted_vllm"):
+            # An OpenAI-compatible endpoint of our own: never let litellm send the user's OpenAI key
+            # there; the placeholder satisfies the client (vLLM's convention).
+            kwargs["api_key"] = "EMPTY"
         try:
             response = await lib.acompletion(**kwargs)
         except Exception as exc:  # noqa: BLE001 - filtered: only provider errors become failures

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from negotiation.agents._llm_retry import RetryPolicy
-from negotiation.errors import NegotiationError
+from negotiation.errors import NegotiationError, format_validation_error
 from negotiation.evaluation._cell import CellProgress
 from negotiation.evaluation._run import EvaluationResult, RunOptions, evaluate_cell
 from negotiation.evaluation._setup import build_cell, parse_buyers, parse_seeds
@@ -122,7 +123,10 @@ def serve_standin(
                         hang_s=hang, latency_s=latency, bad_request_rate=bad_request_rate,
                         reject_params=tuple(p for p in reject_params.split(",") if p), seed=seed)
         config = StandinConfig(host=host, port=port, max_turns=2 * protocol.environment.max_rounds, faults=faults)
-    except (NegotiationError, ValueError) as exc:
+    except ValidationError as exc:
+        _console.print(f"error: {format_validation_error('serve-standin', exc)}", highlight=False)
+        raise typer.Exit(2) from None
+    except NegotiationError as exc:
         _console.print(f"error: {exc}", highlight=False)
         raise typer.Exit(2) from None
     server = StandinServer(config)

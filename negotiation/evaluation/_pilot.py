@@ -96,10 +96,10 @@ def decide(episodes: pd.DataFrame, rule: GateRule, deviation: int | None) -> dic
     """Counts and decision for one cell's pilot episodes (all rows of one arm x buyer)."""
     ok = episodes[episodes["outcome"] != "error"]
     errors = int((episodes["outcome"] == "error").sum())
-    if rule.counted_turns == "seller":
-        turns, bad = int(ok["n_seller_turns"].sum()), int(ok["n_bad_seller"].sum())
-    else:
-        turns, bad = int(ok["n_turns"].sum()), int(ok["n_bad_all"].sum())
+    turns_col, bad_col = ("n_seller_turns", "n_bad_seller") if rule.counted_turns == "seller" else ("n_turns", "n_bad_all")
+    # A table of error rows only has no count columns at all.
+    turns = int(ok[turns_col].sum()) if turns_col in ok else 0
+    bad = int(ok[bad_col].sum()) if bad_col in ok else 0
     passed = errors == 0 and bad <= rule.max_bad_parses
     if errors:
         decision: Decision = "incomplete"

@@ -219,6 +219,10 @@ async def _connection(h: _Handler, reader: asyncio.StreamReader, writer: asyncio
             await writer.drain()
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError):
         pass  # the client went away or sent something that is not HTTP: close the connection
+    except asyncio.CancelledError:
+        # Server shutdown. The handler is the task's top level, so ending normally is safe, and it
+        # avoids Python 3.11's stream callback logging a spurious traceback for a cancelled task.
+        pass
     finally:
         writer.close()
 

@@ -17,13 +17,18 @@ from negotiation.evaluation import PERSONAS, read_view
 SCENARIO = make_scenario(load_domain("job_offer"), 5_000_003)
 
 
+MESSAGES = render_messages(Negotiation(SCENARIO, ENV).view(), converge_from_turn=16)
+
+
 def body(model="boulware", seed=7, **extra):
-    messages = render_messages(Negotiation(SCENARIO, ENV).view(), converge_from_turn=16)
-    return {"model": model, "messages": messages, "seed": seed, "temperature": 1.0, **extra}
+    return {"model": model, "messages": MESSAGES, "seed": seed, "temperature": 1.0, **extra}
+
+
+CLIENT = httpx.Client(timeout=5)  # one client: building one per request costs more than the request
 
 
 def post(server, payload, **kw):
-    return httpx.post(f"{server.api_base}/chat/completions", json=payload, timeout=5, **kw)
+    return CLIENT.post(f"{server.api_base}/chat/completions", json=payload, **kw)
 
 
 def test_health_models_and_a_reply_from_the_named_persona(server):
