@@ -179,12 +179,28 @@ def held_out_table(r: Report) -> Table:
     widths = [c.interval.half_width for n, c in r.contrasts.items() if n.endswith("[held out]")]
     median = sorted(widths)[len(widths) // 2] if widths else float("nan")
     t = Table("held_out", f"Held-out panel: each trained arm's gain over base on the withheld domains, with the "
-              f"interval's half-width (median ±{number(median)}).", ["Arm", "Gain on held-out domains", "Half-width"])
+              f"interval's half-width (median ±{number(median)}). {_doubling_note(r)}",
+              ["Arm", "Gain on held-out domains", "Half-width"])
     for name in r.trained():
         found = r.contrasts.get(f"{name} - {r.bases.get(r.arms[name].size)} [held out]")
         t.rows.append([r.label(name), r.cell(found.spec.name) if found else "—",
                        number(found.interval.half_width) if found else "—"])
     return t
+
+
+def _doubling_note(r: Report) -> str:
+    """Whether the protocol's held-out doubling rule fires: the trigger size's primary arm
+    has a held-out gain interval that straddles zero."""
+    rule = r.protocol.held_out_doubling
+    arms = [c.arm for c in r.protocol.statistics.primary_family
+            if c.arm in r.arms and r.arms[c.arm].size == rule.trigger_size]
+    found = [r.contrasts.get(f"{a} - {r.bases.get(rule.trigger_size)} [held out]") for a in arms]
+    found = [c for c in found if c is not None]
+    if not found:
+        return f"Doubling rule: no held-out gain of the {rule.trigger_size} primary arm to test."
+    fires = any(not c.interval.excludes_zero for c in found)
+    return (f"Doubling rule ({rule.trigger_size}, ×{rule.factor}): "
+            + ("fires — the interval straddles zero." if fires else "does not fire."))
 
 
 def efficiency_table(r: Report) -> Table:

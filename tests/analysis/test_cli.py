@@ -84,6 +84,7 @@ def test_validate_report_packet_and_viewer(demo_root, demo_results, tmp_path):
                     "Guards per trained arm", "Deviation log", "Protocol compliance", "Held-out panel",
                     "Pareto/Nash"):
         assert heading in md
+    assert "Doubling rule (w128, ×2)" in md
     contrasts = json.loads((demo_results / "analyze" / "contrasts.json").read_text())
     assert contrasts["version"] == 1 and sum(c["spec"]["primary"] for c in contrasts["contrasts"]) == 4
     packet = invoke("packet", "--results", demo_results, "--root", demo_root, "--out", tmp_path / "packet")
