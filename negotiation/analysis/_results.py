@@ -10,6 +10,7 @@ Layout (``negotiation.registry.ResultsLayout``)::
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,22 +63,34 @@ def load_tables(results_dir: Path, arms, *, turns: bool = True) -> tuple[dict[st
     return episodes, turn_tables
 
 
+def table_hashes(results_dir: Path, arms) -> dict[str, str]:
+    """SHA-256 of every arm's episode table that exists."""
+    from negotiation.registry import ResultsLayout
+
+    layout = ResultsLayout(Path(results_dir))
+    return {arm: hashlib.sha256(layout.episodes(arm).read_bytes()).hexdigest()
+            for arm in arms if layout.episodes(arm).exists()}
+
+
 def validate_results(context: StudyContext, results_dir: Path) -> ValidationReport:
     """Validate every arm's table; write ``validate/report.json`` and Data Docs."""
     out = Path(results_dir) / "validate"
     episodes, _ = load_tables(results_dir, context.arms, turns=False)
     settings = validation_settings(context.protocol, list(context.arms))
     report = validate_episodes(episodes, settings, docs_dir=out / "docs", study=context.name)
+    report = report.model_copy(update={"tables": table_hashes(results_dir, context.arms)})
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return report
 
 
 def require_validated(context: StudyContext, results_dir: Path) -> ValidationReport:
-    """The stored validation report (validating first if there is none); raise if it failed."""
+    """The stored validation report, re-validating when there is none or a table changed
+    since; raise ValidationFailed naming the first failing expectation and its rows."""
     path = Path(results_dir) / "validate" / "report.json"
-    report = (ValidationReport.model_validate(json.loads(path.read_text(encoding="utf-8"))) if path.exists()
-              else validate_results(context, results_dir))
+    report = ValidationReport.model_validate(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None
+    if report is None or report.tables != table_hashes(results_dir, context.arms):
+        report = validate_results(context, results_dir)
     require_valid(report)
     return report
 

@@ -91,6 +91,8 @@ class ValidationReport(BaseModel):
     """One entry per expectation, in suite order."""
     data_docs: str | None = None
     """Index page of the Data Docs site, when written."""
+    tables: dict[str, str] = {}
+    """Arm -> SHA-256 of the episode table validated (a later stage re-validates on change)."""
 
 
 def _consistent(frame: pd.DataFrame, penalty: float) -> pd.Series:

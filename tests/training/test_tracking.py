@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from negotiation.training import DEFAULT_TRACKING_URI, read_training_info, tracking_uri, train_arm
-from negotiation.training._tracking import flatten, git_commit
+from negotiation.tracking import flatten, git_commit
 from tiny_setup import ENV, tiny_config
 
 pytest.importorskip("mlflow")
@@ -53,3 +53,4 @@ def test_one_run_per_arm_with_curves_and_tags(tmp_path, monkeypatch):
     assert [m.step for m in client.get_metric_history(child.info.run_id, "train/lr")] == [4, 5]
     assert [m.step for m in client.get_metric_history(child.info.run_id, "validation/score")] == [3, 5]
     assert read_training_info(tmp_path / "cont" / "step_2").mlflow_run_id == cont.mlflow_run_id
+
