@@ -186,3 +186,12 @@ def test_deal_efficiency_columns():
     assert got.loc[1].isna().all()
     assert got.loc[2, "nash_distance"] == pytest.approx(np.hypot(0.5 - nash_s, 0.25 - nash_b))
     assert got.loc[2, "frontier_distance"] > 0
+
+
+def test_no_conflict_is_a_single_point():
+    problem = Problem(np.array([0.7, 0.6]), np.zeros((0, 2)), np.zeros((0, 2)))
+    frontier = pareto_frontier(problem)
+    assert frontier.vertices.tolist() == [[0.7, 0.6]]
+    point, _ = nash_point(frontier)
+    assert point.tolist() == [0.7, 0.6] and max_welfare(problem) == pytest.approx(1.3)
+    assert signed_distance(frontier, np.array([[0.4, 0.2]]))[0] == pytest.approx(0.5)
