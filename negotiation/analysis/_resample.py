@@ -12,8 +12,10 @@ in row order. The rows are split into ``CHUNKS`` fixed blocks, each drawing its 
 from a child Generator seeded by the analysis Generator, so blocks run on parallel
 threads and the draws do not depend on how many cores the machine has.
 
-The numba kernel and the numpy decoder read the same words with the same rules and
-agree to floating-point summation order; numpy is used when numba is not installed.
+The numba kernel draws the words itself with the child's SFC64 step (no words array) and
+the numpy decoder draws them with ``child.integers``: the same stream, read with the same
+rules, so the two agree to floating-point summation order; numpy is used when numba is
+not installed.
 """
 
 from __future__ import annotations
@@ -101,11 +103,11 @@ def _numba_kernel():
     global _KERNEL
     if _KERNEL is None:
         try:
-            from negotiation.analysis._kernel import decode_rows
+            from negotiation.analysis._kernel import decode_stream
         except ImportError:
             _KERNEL = False
         else:
-            _KERNEL = decode_rows
+            _KERNEL = decode_stream
     return _KERNEL or None
 
 
@@ -114,14 +116,24 @@ def backend() -> str:
     return "numba" if _numba_kernel() is not None else "numpy"
 
 
-def _decode(words: np.ndarray, table: np.ndarray, phase: Phase, out: np.ndarray, short: np.ndarray, use_numba: bool) -> None:
+def _decode(child: np.random.Generator, table: np.ndarray, phase: Phase, out: np.ndarray, short: np.ndarray,
+            use_numba: bool) -> None:
+    """Draw ``phase.words`` words per row from ``child`` and decode them into ``out``."""
     if phase.picks == 0:
         return
-    kernel = _numba_kernel() if use_numba else None
+    kernel = _numba_kernel() if use_numba and isinstance(child.bit_generator, np.random.SFC64) else None
     if kernel is None:
+        words = child.integers(0, np.iinfo(np.uint64).max, size=len(out) * phase.words, dtype=np.uint64,
+                               endpoint=True)
         decode_numpy(words, table, phase, out, short)
-    else:
-        kernel(words, table, phase.picks, phase.bits, phase.size, phase.words, out, short)
+        return
+    # The kernel steps the child's SFC64 state itself (the same words, never stored) and
+    # hands the advanced state back, so later draws from the child continue the stream.
+    state = child.bit_generator.state
+    words_state = state["state"]["state"].copy()
+    kernel(words_state, table, phase.picks, phase.bits, phase.size, phase.words, out, short)
+    state["state"]["state"] = words_state
+    child.bit_generator.state = state
 
 
 def _resample_chunk(
@@ -133,9 +145,7 @@ def _resample_chunk(
     short = np.zeros(rows, dtype=np.bool_)
     # Tuple-phase words for every row first, then single-phase words: a fixed layout.
     for phase, size in ((multi, t), (single, 1)):
-        words = child.integers(0, np.iinfo(np.uint64).max, size=rows * phase.words,
-                               dtype=np.uint64, endpoint=True)
-        _decode(words, tuple_table(values, size, phase.bits), phase, out, short, use_numba)
+        _decode(child, tuple_table(values, size, phase.bits), phase, out, short, use_numba)
     for row in np.flatnonzero(short):
         out[row] = values[child.integers(0, num_clusters, size=num_clusters)].sum()
     return out
