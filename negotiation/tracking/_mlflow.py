@@ -1,20 +1,27 @@
-"""MLflow curves of one training arm, logged cheaply.
+"""MLflow runs of the study: training curves, evaluation and analysis runs, logged cheaply.
 
-One run per training arm in the study's experiment (named after the study). The recipe goes in
-as params, the arm's identity as tags, and the per-step metrics are buffered and written with
-``MlflowClient.log_batch`` once per checkpoint period and at the end (one database transaction
-per batch instead of one per value). The tracking URI comes from ``MLFLOW_TRACKING_URI``,
-default ``sqlite:///mlflow.db``; mlflow is imported only when a run is started.
+One experiment per study (named after the study). Params and tags go in at creation, per-step
+metrics are buffered and written with ``MlflowClient.log_batch`` (one database transaction per
+batch instead of one per value). The tracking URI comes from ``MLFLOW_TRACKING_URI``, default
+``sqlite:///mlflow.db``; mlflow is imported only when a run is started.
+
+Stages may write to the embedded SQLite store at the same time (``dvc exp run --jobs``, ad hoc
+``nego evaluate`` beside ``dvc repro``): SQLite then answers "database is locked" and two
+processes may race to create the study's experiment. Both are retried here, so no run is lost.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping, TypeVar
+
+T = TypeVar("T")
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 _MAX_BATCH = 900  # log_batch accepts at most 1000 metrics per call
@@ -67,6 +74,54 @@ class NullTracker:
         """Nothing to close."""
 
 
+def _is_transient(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "database is locked" in text or "already exists" in text or "unique constraint" in text
+
+
+def retrying(call: Callable[[], T], attempts: int = 8, first_wait: float = 0.05) -> T:
+    """Run ``call``, retrying SQLite lock errors and creation races with exponential backoff."""
+    wait = first_wait
+    for attempt in range(attempts):
+        try:
+            return call()
+        except Exception as exc:  # mlflow wraps sqlalchemy errors in its own MlflowException
+            if attempt == attempts - 1 or not _is_transient(exc):
+                raise
+            time.sleep(wait)
+            wait *= 2
+    raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """Exclusive lock beside an embedded SQLite store while it may be created or migrated.
+
+    MLflow creates its tables on first use; two processes doing so at once fail with "table
+    ... already exists". Other URIs (servers) need no lock.
+    """
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    db = Path(uri[len("sqlite:///"):])
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{db}.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def experiment_id(client: Any, name: str) -> str:
+    """Id of the experiment ``name``, created if missing (safe when processes race)."""
+    def get_or_create() -> str:
+        found = client.get_experiment_by_name(name)
+        return found.experiment_id if found else client.create_experiment(name)
+    with store_lock(client.tracking_uri):
+        return retrying(get_or_create)
+
+
 class MlflowTracker(NullTracker):
     """One MLflow run; metrics are buffered and written in batches."""
 
@@ -75,16 +130,18 @@ class MlflowTracker(NullTracker):
         from mlflow.entities import Param, RunTag
         from mlflow.tracking import MlflowClient
 
-        self.client = MlflowClient(tracking_uri=uri or tracking_uri())
-        found = self.client.get_experiment_by_name(experiment)
-        exp_id = found.experiment_id if found else self.client.create_experiment(experiment)
-        run = self.client.create_run(exp_id, run_name=run_name,
-                                     tags={k: str(v) for k, v in tags.items()})
+        uri = uri or tracking_uri()
+        with store_lock(uri):  # the client creates and migrates the store's tables
+            self.client = MlflowClient(tracking_uri=uri)
+        exp_id = experiment_id(self.client, experiment)
+        run = retrying(lambda: self.client.create_run(exp_id, run_name=run_name,
+                                                      tags={k: str(v) for k, v in tags.items()}))
         self.run_id = run.info.run_id
         self._buffer: list[Any] = []
         params_list = [Param(k, v[:6000]) for k, v in params.items()]
         for i in range(0, len(params_list), 100):
-            self.client.log_batch(self.run_id, params=params_list[i:i + 100])
+            chunk = params_list[i:i + 100]
+            retrying(lambda: self.client.log_batch(self.run_id, params=chunk))
         self._tag_cls = RunTag
 
     def log_step(self, step: int, metrics: Mapping[str, float]) -> None:
@@ -96,11 +153,20 @@ class MlflowTracker(NullTracker):
     def flush(self) -> None:
         while self._buffer:
             chunk, self._buffer = self._buffer[:_MAX_BATCH], self._buffer[_MAX_BATCH:]
-            self.client.log_batch(self.run_id, metrics=chunk)
+            retrying(lambda: self.client.log_batch(self.run_id, metrics=chunk))
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
-        self.client.log_batch(self.run_id, tags=[self._tag_cls(k, str(v)) for k, v in tags.items()])
+        batch = [self._tag_cls(k, str(v)) for k, v in tags.items()]
+        retrying(lambda: self.client.log_batch(self.run_id, tags=batch))
+
+    def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
+        """Copy a file or folder into the run's artifact store."""
+        target = Path(path)
+        if target.is_dir():
+            retrying(lambda: self.client.log_artifacts(self.run_id, str(target), artifact_path))
+        else:
+            retrying(lambda: self.client.log_artifact(self.run_id, str(target), artifact_path))
 
     def finish(self, status: str = "FINISHED") -> None:
         self.flush()
-        self.client.set_terminated(self.run_id, status=status)
+        retrying(lambda: self.client.set_terminated(self.run_id, status=status))

@@ -21,7 +21,7 @@ from negotiation.training._protocol import (
     write_initial_policy,
 )
 from negotiation.training._rollout import Rollouts, play
-from negotiation.training._tracking import DEFAULT_TRACKING_URI, tracking_uri
+from negotiation.tracking import DEFAULT_TRACKING_URI, tracking_uri
 from negotiation.training._trainer import CURVES_FILE, VALIDATION_FILE, TrainSummary, train_arm
 
 __all__ = [

@@ -45,7 +45,7 @@ from negotiation.training._config import TrainConfig
 from negotiation.training._data import ScenarioMaker, TrainItem, training_items, validation_items
 from negotiation.training._grpo import clipped_surrogate, k3_kl, loo_advantages, lr_at, masked_mean
 from negotiation.training._rollout import Rollouts, play
-from negotiation.training._tracking import MlflowTracker, NullTracker, flatten, git_commit
+from negotiation.tracking import MlflowTracker, NullTracker, flatten, git_commit
 
 CURVES_FILE, VALIDATION_FILE = "curves.csv", "validation.csv"
 
