@@ -17,6 +17,11 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
+def _legend(axes) -> None:
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(fontsize=7)
+
+
 def _families(r: Report) -> dict[str, list[str]]:
     """Trained arms grouped by learning-rate multiple and read step, e.g. '3× LR @ 56'."""
     groups: dict[str, list[str]] = {}
@@ -52,7 +57,7 @@ def figure2a(r: Report) -> bytes:
     axes.set_xlabel("size")
     axes.set_ylabel("attained S (arm mean, 95% interval)")
     axes.set_title("Figure 2a: attained score by size")
-    axes.legend(fontsize=7)
+    _legend(axes)
     figure.tight_layout()
     return _png(figure)
 
@@ -80,7 +85,7 @@ def figure2b(r: Report) -> bytes:
     axes.set_xlabel("size")
     axes.set_ylabel("paired difference from base (95% interval)")
     axes.set_title("Figure 2b: trained arms minus base")
-    axes.legend(fontsize=7)
+    _legend(axes)
     figure.tight_layout()
     return _png(figure)
 
@@ -103,7 +108,7 @@ def figure3a(r: Report) -> bytes:
     axes.set_xlabel("combined optimizer steps")
     axes.set_ylabel("paired gain over base (95% interval)")
     axes.set_title("Figure 3a: gain against steps, shared learning rate")
-    axes.legend(fontsize=7)
+    _legend(axes)
     figure.tight_layout()
     return _png(figure)
 
@@ -112,6 +117,10 @@ def figure3b(r: Report) -> bytes:
     """Smallest size: deal rate and deal-only Ũ across base and shared-LR read points."""
     figure = Figure(figsize=(7, 4.2))
     axes = figure.add_subplot()
+    if not r.sizes:
+        axes.text(0.5, 0.5, "no sized arms in this study", ha="center", va="center")
+        axes.set_title("Figure 3b: deal rate and deal-only utility")
+        return _png(figure)
     size = r.sizes[0]
     names = [r.bases[size]] * (size in r.bases) + sorted(
         (n for n in r.trained(size) if r.arms[n].lr_multiple == 1), key=lambda n: int(r.step(n)))

@@ -67,3 +67,18 @@ def test_same_seed_same_family(analysed, demo_results):
     settings = settings_from_protocol(context.protocol, seed=1, resamples=1000)
     again = run_analysis(episodes, context.protocol, context.arms, settings, turns=turns)
     assert again.contrasts == result.contrasts and again.levels == result.levels
+
+
+def test_tables_and_figures_for_a_study_with_reference_arms_only(demo_root, demo_results):
+    from negotiation.analysis._figures import FIGURES
+    from negotiation.analysis._tables import BUILDERS, Report
+
+    context = load_context("demo", demo_root)
+    episodes, turns = load_tables(demo_results, ["ref_boulware", "ref_conceder"])
+    settings = settings_from_protocol(context.protocol, seed=0, resamples=500)
+    result = run_analysis(episodes, context.protocol, context.arms, settings, turns=turns)
+    assert [c.spec.name for c in result.contrasts] == []  # no primary arm, no base, nothing to pair
+    report = Report(result, context.protocol, context.arms)
+    tables = {t.key: t for t in (build(report) for build in BUILDERS)}
+    assert len(tables["table4"].rows) == 2 and tables["table1"].rows == [] and tables["guards"].rows == []
+    assert all(png.startswith(b"\x89PNG") for png in (draw(report) for draw in FIGURES.values()))
