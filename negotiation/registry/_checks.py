@@ -38,7 +38,7 @@ CHECKS: tuple[Check, ...] = (
     Check("hand_read", "trained arms are signed off by a reader (pending until then); failed sign-offs need a "
                        "gate_override deviation", check_hand_read),
     Check("provenance", "every result record carries the locked protocol hash", check_provenance, needs_results=True),
-    Check("read_points", "each select/<arm>.json reads the rule's step (and branch), or a checkpoint_substitution / "
+    Check("read_points", "each select/<arm>/selection.json reads the rule's step (and branch), or a checkpoint_substitution / "
                          "read_point / recipe_change deviation covers it", check_read_points, needs_results=True),
     Check("pilot_gate", "each pilot cell (arm x buyer) passed the gate, or a gate_override deviation covers it",
           check_pilot_gate, needs_results=True),

@@ -25,7 +25,7 @@ def _records(ctx: AuditContext, check: str, model: type[RecordT], paths: list[Pa
         tuple[str, RecordT] | Finding]:
     """Load each record; yield a failing finding for unreadable ones or a name mismatch."""
     for path in paths:
-        arm = path.parent.name if path.name == "sampling.json" else path.stem
+        arm = path.parent.name if path.name in ("sampling.json", "selection.json") else path.stem
         try:
             record = load_json_model(model, path, root=ctx.root)
         except ConfigError as exc:
@@ -39,7 +39,7 @@ def _records(ctx: AuditContext, check: str, model: type[RecordT], paths: list[Pa
 
 
 def _selection_paths(ctx: AuditContext) -> list[Path]:
-    return sorted((ctx.layout.dir / "select").glob("*.json"))
+    return sorted((ctx.layout.dir / "select").glob("*/selection.json"))
 
 
 def _pilot_paths(ctx: AuditContext) -> list[Path]:

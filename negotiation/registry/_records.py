@@ -2,7 +2,8 @@
 
 Under a results directory (default ``outputs/<study>/``)::
 
-    select/<arm>.json                 SelectionRecord  (select stage: the read point)
+    select/<arm>/seller.json          the seller spec every arm is evaluated with (select stage)
+    select/<arm>/selection.json       SelectionRecord  (trained arms: the read point)
     pilot/<arm>.json                  PilotRecord      (pilot stage: the gate per buyer cell)
     evaluate/<arm>/episodes.parquet   episode table    (docs/architecture.md)
     evaluate/<arm>/sampling.json      SamplingRecord   (what was sent, what was accepted)
@@ -28,7 +29,7 @@ __all__ = [
 
 
 class SelectionRecord(StrictModel):
-    """``select/<arm>.json``: which checkpoint of a trained arm's run is evaluated."""
+    """``select/<arm>/selection.json``: which checkpoint of a trained arm's run is evaluated."""
 
     version: Literal[1]
     """File format version."""
@@ -155,7 +156,10 @@ class ResultsLayout:
     """The results directory, e.g. ``outputs/demo``."""
 
     def selection(self, arm: str) -> Path:
-        return self.dir / "select" / f"{arm}.json"
+        return self.dir / "select" / arm / "selection.json"
+
+    def seller(self, arm: str) -> Path:
+        return self.dir / "select" / arm / "seller.json"
 
     def pilot(self, arm: str) -> Path:
         return self.dir / "pilot" / f"{arm}.json"
@@ -177,9 +181,10 @@ class ResultsLayout:
     def arms_with_results(self) -> dict[str, list[Path]]:
         """Arm names that have any result file, with those files (names come from file/folder names)."""
         found: dict[str, list[Path]] = {}
-        for sub in ("select", "pilot"):
-            for path in sorted((self.dir / sub).glob("*.json")):
-                found.setdefault(path.stem, []).append(path)
+        for path in sorted((self.dir / "select").glob("*/*.json")):
+            found.setdefault(path.parent.name, []).append(path)
+        for path in sorted((self.dir / "pilot").glob("*.json")):
+            found.setdefault(path.stem, []).append(path)
         evaluate = self.dir / "evaluate"
         for folder in sorted(p for p in evaluate.iterdir() if p.is_dir()) if evaluate.is_dir() else []:
             found.setdefault(folder.name, []).append(folder)

@@ -55,7 +55,7 @@ def paper_results(root: Path) -> Path:
 
 
 def _covered(report) -> dict[tuple[str, str], tuple[int, ...]]:
-    return {(f.check, re.search(r"/(\w+)\.json:", f.evidence).group(1)): f.deviations
+    return {(f.check, re.search(r"/(\w+)(?:/selection)?\.json:", f.evidence).group(1)): f.deviations
             for f in report.findings if f.status == "covered" and f.check != "arms"}
 
 
@@ -80,10 +80,10 @@ def test_superseding_an_entry_withdraws_its_coverage(paper_results, edit):
     problems = [f.evidence for f in report.findings if f.status == "fail"]
     assert problems == [
         "registry/paper/arms.yaml:added_arms.e2b_lr10x_56.deviations: entry 4 is superseded",
-        "outputs/paper/select/e2b_lr10x_56.json:step: 56 substitutes for missing step 64; no active deviation "
+        "outputs/paper/select/e2b_lr10x_56/selection.json:step: 56 substitutes for missing step 64; no active deviation "
         "(checkpoint_substitution or read_point) covers it",
     ]
-    assert [f.deviations for f in report.findings if "e2b_lr3x_56.json" in f.evidence] == [(17,)]
+    assert [f.deviations for f in report.findings if "e2b_lr3x_56/selection.json" in f.evidence] == [(17,)]
 
 
 def test_the_paper_results_fail_without_the_gate_override(paper_results):

@@ -115,7 +115,7 @@ def test_uncovered_substitution_fails_then_a_deviation_covers_it(root, results):
     earlier = rule - every
     write_record(selection(study, "w16_lr3x", available=_saved(study, earlier), step=earlier), layout.selection("w16_lr3x"))
     (problem,) = failures(run_audit("demo", root=root), "read_points")
-    assert problem.startswith(f"outputs/demo/select/w16_lr3x.json:step: {earlier} substitutes for missing step {rule}")
+    assert problem.startswith(f"outputs/demo/select/w16_lr3x/selection.json:step: {earlier} substitutes for missing step {rule}")
     deviation(root, 1, "checkpoint_substitution", arms=["w16_lr3x"])
     report = run_audit("demo", root=root)
     assert report.passed and [f.deviations for f in report.findings if f.status == "covered"] == [(1,)]
@@ -127,7 +127,7 @@ def test_a_chosen_read_point_needs_a_read_point_deviation(root, results):
     write_record(selection(study, "w16_lr3x", step=rule - every), layout.selection("w16_lr3x"))
     deviation(root, 1, "checkpoint_substitution", arms=["w16_lr3x"])  # wrong category for a choice
     (problem,) = failures(run_audit("demo", root=root), "read_points")
-    assert problem.startswith(f"outputs/demo/select/w16_lr3x.json:step: {rule - every} chosen although the rule's step {rule} exists")
+    assert problem.startswith(f"outputs/demo/select/w16_lr3x/selection.json:step: {rule - every} chosen although the rule's step {rule} exists")
 
 
 def test_continuation_branch_and_rule_step_are_checked(root, results):
@@ -136,11 +136,11 @@ def test_continuation_branch_and_rule_step_are_checked(root, results):
     branch = recipe.initial_steps - recipe.checkpoint_every
     write_record(selection(study, "w16_shared_cont", parent_step=branch), layout.selection("w16_shared_cont"))
     (problem,) = failures(run_audit("demo", root=root), "read_points")
-    assert problem.startswith(f"outputs/demo/select/w16_shared_cont.json:parent_step: continuation branched at {branch}")
+    assert problem.startswith(f"outputs/demo/select/w16_shared_cont/selection.json:parent_step: continuation branched at {branch}")
     rule, wrong = study.read_step("w16_lr3x"), recipe.initial_steps + recipe.checkpoint_every
     write_record(selection(study, "w16_lr3x", rule_step=wrong, step=wrong, substitution=False,
                            available=_saved(study, wrong)), layout.selection("w16_lr3x"))
-    assert f"outputs/demo/select/w16_lr3x.json:rule_step: {wrong}, but the protocol's rule gives {rule}" in failures(
+    assert f"outputs/demo/select/w16_lr3x/selection.json:rule_step: {wrong}, but the protocol's rule gives {rule}" in failures(
         run_audit("demo", root=root), "read_points")
 
 
@@ -211,7 +211,7 @@ def test_unreadable_or_misfiled_results_fail_closed(root, results):
     assert failures(report, "error_rows")[0].startswith("outputs/demo/evaluate/w16_lr3x/episodes.parquet:<file>: unreadable")
     assert failures(report, "sampling")[0].startswith("outputs/demo/evaluate/w16_base/sampling.json:line 1 column 2: invalid JSON")
     assert failures(report, "read_points") == [
-        "outputs/demo/select/w16_lr10x.json:arm: record of demo/w16_lr3x stored as demo/w16_lr10x"]
+        "outputs/demo/select/w16_lr10x/selection.json:arm: record of demo/w16_lr3x stored as demo/w16_lr10x"]
 
 
 def test_records_from_another_protocol_fail_provenance(root, results):
