@@ -6,6 +6,16 @@ module is the one place that decides where they appear. Add new groups here.
 
 from __future__ import annotations
 
+from negotiation.analysis import (
+    analyze_command,
+    contrast_command,
+    frontier_command,
+    packet_command,
+    report_command,
+    signoff_command,
+    validate_command,
+    viewer_command,
+)
 from negotiation.cli._app import app
 from negotiation.evaluation import evaluate, serve_standin
 from negotiation.protocol import protocol_app
@@ -16,3 +26,9 @@ app.command("audit")(audit_command)
 app.add_typer(deviation_app, name="deviation")
 app.command("evaluate")(evaluate)
 app.command("serve-standin")(serve_standin)
+
+for _name, _command in (("contrast", contrast_command), ("frontier", frontier_command),
+                        ("validate", validate_command), ("analyze", analyze_command),
+                        ("report", report_command), ("viewer", viewer_command),
+                        ("packet", packet_command), ("signoff", signoff_command)):
+    app.command(_name)(_command)
