@@ -154,7 +154,8 @@ def _file_problems(path: Path, entry: Deviation, shown: str) -> list[str]:
 def load_deviation_log(folder: Path, *, root: Path | None = None) -> tuple[DeviationLog, list[str]]:
     """Read every ``*.yaml`` in ``folder``; return the valid entries and ``file:key: reason`` problems."""
     log, problems = DeviationLog(), []
-    files = sorted(p for p in Path(folder).iterdir() if p.is_file()) if Path(folder).is_dir() else []
+    files = sorted(p for p in Path(folder).iterdir() if p.is_file() and p.name != "README.md") \
+        if Path(folder).is_dir() else []
     for path in files:
         shown = display_path(path, root)
         if path.suffix != ".yaml":

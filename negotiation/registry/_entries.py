@@ -105,9 +105,14 @@ def _load_added(path: Path, study: str, root: Path, problems: list[str]) -> dict
     return dict(added.added_arms)
 
 
+README = "README.md"  # a folder's own documentation, never an entry
+
+
 def _load_signoffs(folder: Path, root: Path, problems: list[str]) -> dict[str, SignOff]:
     signoffs = {}
     for path in sorted(folder.glob("*")) if folder.is_dir() else []:
+        if path.name == README:
+            continue
         shown = display_path(path, root)
         if path.suffix != ".yaml":
             problems.append(f"{shown}:<file>: not a sign-off (sign-offs are <arm>.yaml)")

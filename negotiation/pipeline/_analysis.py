@@ -1,0 +1,89 @@
+"""``validate``, ``analyze``, ``report`` and ``audit``: the study-level stages.
+
+``validate`` always writes its report and Data Docs (a failed validation is a record too);
+``analyze`` and ``report`` refuse to run on tables that did not validate, naming the failing
+expectation and rows. The report reruns the (seeded, deterministic) analysis in memory rather
+than rewriting ``analyze/``, so each folder has exactly one writer. One MLflow analysis run per
+report holds the report, the contrasts and the validation docs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from negotiation.analysis import run_analysis
+from negotiation.analysis._analysis import settings_from_protocol, write_analysis
+from negotiation.analysis._report import build_report
+from negotiation.analysis._results import load_context, load_tables, require_validated, validate_results, viewer_results
+from negotiation.protocol import protocol_hash
+from negotiation.registry import run_audit
+from negotiation.tracking import MlflowTracker, git_commit
+
+
+def run_validate(study: str, results_dir: Path) -> dict[str, Any]:
+    """Validate every arm's episode table; the report is written whether or not it passes."""
+    context = load_context(study)
+    report = validate_results(context, Path(results_dir))
+    return json.loads(report.model_dump_json())
+
+
+def _analysis(study: str, results_dir: Path, seed: int, resamples: int | None) -> tuple[Any, Any, Any]:
+    context = load_context(study)
+    validation = require_validated(context, Path(results_dir))
+    episodes, turns = load_tables(Path(results_dir), context.arms)
+    settings = settings_from_protocol(context.protocol, seed=seed, resamples=resamples)
+    result = run_analysis(episodes, context.protocol, context.arms, settings, turns=turns or None,
+                          signoffs=context.registry.signoffs)
+    return context, validation, result
+
+
+def run_analyze(study: str, results_dir: Path, out_dir: Path, *, seed: int, resamples: int | None = None
+                ) -> dict[str, Any]:
+    """Metrics, contrasts (Holm on the primary family), frontier columns and guards into ``out_dir``."""
+    _, _, result = _analysis(study, results_dir, seed, resamples)
+    write_analysis(result, Path(out_dir), study)
+    primary = [c for c in result.contrasts if c.spec.primary]
+    summary = {"contrasts": len(result.contrasts), "primary": len(primary),
+               "primary_rejected": sum(bool(c.holm_rejected) for c in primary),
+               "guards_failed": sum(1 for g in result.guards if g.status == "fail"),
+               "guards_pending": sum(1 for g in result.guards if g.status == "pending")}
+    (Path(out_dir) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return summary
+
+
+def run_report(study: str, results_dir: Path, out_dir: Path, *, seed: int, resamples: int | None = None,
+               viewer_episodes: int = 2000, track: bool = True) -> dict[str, str]:
+    """The report (HTML, Markdown, figures) and the transcript viewer under ``out_dir``."""
+    context, validation, result = _analysis(study, results_dir, seed, resamples)
+    out = Path(out_dir)
+    paths = build_report(result, context, Path(results_dir), out, validation)
+    paths["transcripts.html"] = viewer_results(context, Path(results_dir), out / "transcripts.html",
+                                               max_episodes=viewer_episodes, seed=seed)
+    if track:
+        _log_analysis_run(study, Path(results_dir), out)
+    return {name: str(path) for name, path in paths.items()}
+
+
+def _log_analysis_run(study: str, results_dir: Path, report_dir: Path) -> None:
+    tags = {"study": study, "phase": "analysis", "dvc_stage": "report", "git_commit": git_commit(),
+            "protocol_hash": protocol_hash(study)}
+    tracker = MlflowTracker(study, "analysis", {}, tags)
+    summary = results_dir / "analyze" / "summary.json"
+    if summary.exists():
+        values = json.loads(summary.read_text(encoding="utf-8"))
+        tracker.log_step(0, {f"analysis/{k}": float(v) for k, v in values.items()})
+    tracker.log_artifact(report_dir, "report")
+    for extra in (results_dir / "analyze", results_dir / "validate"):
+        if extra.exists():
+            tracker.log_artifact(extra, extra.name)
+    tracker.finish()
+
+
+def run_audit_stage(study: str, results_dir: Path, out_path: Path) -> bool:
+    """Run the audit over the results; write its JSON; return whether it passed."""
+    report = run_audit(study, results_dir=Path(results_dir))
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(out_path).write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    return bool(report.passed)

@@ -1,0 +1,127 @@
+"""``pilot@arm`` and ``evaluate@arm``: the gate, then the full cell, both tracked in MLflow.
+
+The pilot runs the protocol's pilot episodes of every (arm, evaluation buyer) cell and writes
+the audit's ``pilot/<arm>.json``. A failed gate stops the evaluate stage unless an active
+``gate_override`` deviation in the registry covers that arm and buyer (the paper's 10x LR
+Sonnet 5 cell). The evaluate stage then runs every cell (resumable, retried, error rows
+recorded) into ``evaluate/<arm>/`` and logs one MLflow evaluation run for the arm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from negotiation.errors import NegotiationError
+from negotiation.evaluation import GateRule, RunOptions, agent_factory, build_cell, evaluate_cell, run_pilot
+from negotiation.evaluation._records import pilot_record, write_redacted
+from negotiation.evaluation._setup import env_config
+from negotiation.protocol import load_study, protocol_hash
+from negotiation.registry import PilotRecord, ResultsLayout, load_registry
+from negotiation.tracking import MlflowTracker, flatten, git_commit
+
+
+class GateClosedError(NegotiationError):
+    """The pilot gate failed for a cell no deviation covers."""
+
+
+def _seller(layout: ResultsLayout, arm: str) -> str:
+    return json.loads(layout.seller(arm).read_text(encoding="utf-8"))["seller"]
+
+
+def _torch_single_thread() -> None:
+    """Small policy networks run ~100x slower with two threads on two shared cores."""
+    try:
+        import torch
+    except ImportError:  # LLM-only installs evaluate without torch
+        return
+    torch.set_num_threads(1)
+
+
+def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int) -> PilotRecord:
+    """Run the pilot gate of ``arm`` against every evaluation buyer; write ``pilot/<arm>.json``."""
+    _torch_single_thread()
+    study = load_study(study_name)
+    layout = ResultsLayout(Path(results_dir))
+    cell = build_cell(study.protocol, arm=arm, seller=_seller(layout, arm))
+    digest = protocol_hash(study_name)
+    factory = agent_factory(study.protocol, retry=RunOptions().retry, max_concurrency=concurrency)
+    results = asyncio.run(run_pilot(cell, GateRule.from_protocol(study.protocol), layout.dir / "pilot" / arm,
+                                    env_config(study.protocol), factory, concurrency=concurrency,
+                                    retry_errors=True))
+    record = pilot_record(study_name, arm, results, study.protocol, digest)
+    write_redacted(record, layout.pilot(arm))
+    return record
+
+
+def gate_overrides(study_name: str, arm: str, record: PilotRecord) -> dict[str, list[int]]:
+    """For each failed buyer cell, the active ``gate_override`` deviations covering it."""
+    log = load_registry(study_name).deviations
+    return {cell.buyer: log.covering(arm, ("gate_override",), buyer=cell.buyer)
+            for cell in record.cells if not cell.passed}
+
+
+def _check_gate(study_name: str, arm: str, layout: ResultsLayout) -> tuple[list[str], list[int]]:
+    record = PilotRecord.model_validate_json(layout.pilot(arm).read_text(encoding="utf-8"))
+    overrides = gate_overrides(study_name, arm, record)
+    uncovered = sorted(buyer for buyer, ids in overrides.items() if not ids)
+    if uncovered:
+        shown = ", ".join(f"{c.buyer}: {c.bad_parses} bad parses in {c.turns} turns" for c in record.cells
+                          if c.buyer in uncovered)
+        raise GateClosedError(f"{layout.pilot(arm)}:cells: pilot gate failed ({shown}); log a gate_override "
+                              f"deviation (`nego deviation new {study_name} --category gate_override ...`) to run it")
+    return sorted(b.buyer for b in record.cells), sorted({i for ids in overrides.values() for i in ids})
+
+
+def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int,
+                       retry_errors: bool = True, track: bool = True) -> dict[str, Any]:
+    """Evaluate ``arm`` on every cell into ``evaluate/<arm>/`` and log its MLflow run."""
+    _torch_single_thread()
+    study = load_study(study_name)
+    layout = ResultsLayout(Path(results_dir))
+    _, override_ids = _check_gate(study_name, arm, layout)
+    cell = build_cell(study.protocol, arm=arm, seller=_seller(layout, arm))
+    options = RunOptions(concurrency=concurrency, retry_errors=retry_errors, pilot=False,
+                         deviation=override_ids[0] if override_ids else None)
+    out = layout.dir / "evaluate" / arm
+    result = asyncio.run(evaluate_cell(cell, out, study.protocol, protocol_hash=protocol_hash(study_name),
+                                       options=options))
+    metrics = arm_metrics(study.protocol, result.episodes)
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if track:
+        log_evaluation_run(study_name, arm, cell.seller, out, metrics, layout)
+    return metrics
+
+
+def arm_metrics(protocol: Any, episodes: Any) -> dict[str, Any]:
+    """Headline metrics of one arm for ``dvc metrics show`` and MLflow (errors counted apart)."""
+    from negotiation.analysis import context_from_protocol, outcome_summary
+
+    errors = int((episodes["outcome"] == "error").sum()) if len(episodes) else 0
+    ok = episodes[episodes["outcome"] != "error"]
+    summary = outcome_summary(ok, context_from_protocol(protocol)) if len(ok) else {}
+    clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}
+    cost = float(episodes["cost"].sum()) if "cost" in episodes and len(episodes) else 0.0
+    return {**clean, "episodes": int(len(episodes)), "error_rows": errors,
+            "cost_per_episode": cost / len(episodes) if len(episodes) else 0.0}
+
+
+def log_evaluation_run(study_name: str, arm: str, seller: str, out: Path, metrics: dict[str, Any],
+                       layout: ResultsLayout) -> str | None:
+    """One MLflow run per evaluated arm: metrics, tags, tables, pilot record and sampling."""
+    log = load_registry(study_name).deviations
+    deviations = sorted(e.id for e in log.active() if e.covers(arm, None, None))
+    tags = {"study": study_name, "arm": arm, "phase": "evaluation", "dvc_stage": f"evaluate@{arm}",
+            "git_commit": git_commit(), "protocol_hash": protocol_hash(study_name), "seller": seller,
+            "deviations": ",".join(map(str, deviations)) or "none"}
+    tracker = MlflowTracker(study_name, f"evaluate/{arm}", flatten({"seller": seller}), tags)
+    tracker.log_step(0, {f"eval/{k}": float(v) for k, v in metrics.items() if isinstance(v, (int, float))})
+    for path in (out / "episodes.parquet", out / "turns.parquet", out / "sampling.json", out / "metrics.json",
+                 layout.pilot(arm)):
+        if path.exists():
+            tracker.log_artifact(path)
+    tracker.finish()
+    return tracker.run_id

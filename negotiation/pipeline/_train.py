@@ -1,0 +1,106 @@
+"""Stage functions before evaluation: ``init@size``, ``train@run`` and ``select@arm``.
+
+Policy sizes (the demo) train here on the CPU; LLM sizes (the paper) go through the NeMo-RL
+backend, which stops with a message naming what is missing when it cannot run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from negotiation.errors import NegotiationError
+from negotiation.pipeline._plan import all_arms, build_plan
+from negotiation.protocol import Study, fill_seller, load_study, protocol_hash
+from negotiation.registry import ResultsLayout, select_checkpoint, write_record
+
+MODELS_ENV = "NEGO_MODELS_DIR"
+
+
+class MissingBackendError(NegotiationError):
+    """A stage needs something this machine lacks (GPUs, NeMo-RL, weights, API keys)."""
+
+
+def _write_json(path: Path, payload: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def run_init(study_name: str, size: str, out_dir: Path) -> Path:
+    """Write a size's untrained weights (policy) or point at its local base checkpoint (LLM)."""
+    study = load_study(study_name)
+    spec = study.protocol.sizes[size]
+    out_dir = Path(out_dir)
+    if spec.kind == "policy":
+        from negotiation.training import write_initial_policy
+
+        return write_initial_policy(study, size, out_dir)
+    models = os.environ.get(MODELS_ENV)
+    local = Path(models) / spec.checkpoint if models else None
+    if local is None or not local.is_dir():
+        raise MissingBackendError(
+            f"init@{size}: the base checkpoint {spec.checkpoint!r} is not on this machine; download it and "
+            f"set {MODELS_ENV} to the folder holding it (looked at {local or f'${MODELS_ENV} (unset)'})")
+    return _write_json(out_dir / "source.json", {"size": size, "checkpoint": str(local.resolve())})
+
+
+def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -> dict[str, Any]:
+    """Train one run: the demo trainer for policy sizes, NeMo-RL for LLM sizes."""
+    study = load_study(study_name)
+    plan = build_plan(study_name)["plan"]
+    info = plan["runs"][run]
+    if study.protocol.sizes[info["size"]].kind != "policy":
+        return _train_with_nemo(study_name, run)
+    from negotiation.training import final_checkpoint, train_arm, train_config_for, training_env
+
+    parent = final_checkpoint(study.root / info["start"]) if info["parent"] else None
+    cfg = train_config_for(study, run, parent=parent, protocol_hash=protocol_hash(study_name))
+    summary = train_arm(cfg, training_env(study.protocol), out_dir, track=track)
+    return summary.model_dump(mode="json") if hasattr(summary, "model_dump") else dict(vars(summary))
+
+
+def _train_with_nemo(study_name: str, run: str) -> dict[str, Any]:
+    """Write the run's NeMo-RL config and launch it; stops first naming what is missing."""
+    from negotiation.training.nemo import launch_training, require_backend
+    from negotiation.training.nemo._cli import train_config
+    from negotiation.training.nemo._config import DEFAULT_PROMPT_BUILDER
+
+    require_backend()  # raises BackendUnavailableError listing nemo_rl, ray, GPUs, ...
+    config = train_config(study_name, run, out=None, runs_dir=None, tokenizer=None, no_tokenizer=True,
+                          parent_step=None, seed=0, gpus_per_node=None, num_nodes=1,
+                          prompt_builder=DEFAULT_PROMPT_BUILDER, root=None)
+    launch_training(config)
+    return {"run": run, "config": str(config)}
+
+
+def _seller_spec(study: Study, arm_name: str, checkpoint: str | None) -> str:
+    arm = all_arms(study)[arm_name]
+    if arm.kind == "base":
+        return fill_seller(arm.seller, base=str(Path(build_plan(study.name)["plan"]["arms"][arm_name]["source"])))
+    if arm.kind == "trained":
+        return fill_seller(arm.seller, checkpoint=str(checkpoint))
+    return arm.seller
+
+
+def run_select(study_name: str, arm_name: str, results_dir: Path) -> dict[str, Any]:
+    """Apply the read-point rule (trained arms) and write the seller every arm is evaluated with."""
+    study = load_study(study_name)
+    arms = all_arms(study)
+    arm = arms[arm_name]
+    layout = ResultsLayout(Path(results_dir))
+    checkpoint = None
+    if arm.kind == "trained":
+        plan = build_plan(study_name)["plan"]
+        run_dir = study.root / plan["out"] / "train" / arm.run
+        parent_dir = study.root / plan["out"] / "train" / arm.parent_run if arm.parent_run else None
+        record = select_checkpoint(study, arm_name, run_dir, arm=arm, parent_run_dir=parent_dir)
+        write_record(record, layout.selection(arm_name))
+        checkpoint = record.checkpoint
+    seller = _seller_spec(study, arm_name, checkpoint)
+    payload = {"version": 1, "study": study_name, "arm": arm_name, "kind": arm.kind, "seller": seller,
+               "protocol_hash": protocol_hash(study_name)}
+    _write_json(layout.seller(arm_name), payload)
+    return payload
