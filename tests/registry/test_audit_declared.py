@@ -76,7 +76,7 @@ def test_a_bad_deviation_file_fails_with_file_and_key(root):
 
 def test_malformed_deviation_yaml_fails_without_traceback(root):
     folder = root / "registry/demo/deviations"
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "0001-broken.yaml").write_text("id: 1\ntitle: [unclosed\n")
     (problem,) = failures(run_audit("demo", root=root))
     assert problem.startswith("registry/demo/deviations/0001-broken.yaml:line ")
