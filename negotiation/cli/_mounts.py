@@ -18,6 +18,7 @@ from negotiation.analysis import (
 )
 from negotiation.cli._app import app
 from negotiation.evaluation import evaluate, serve_standin
+from negotiation.pipeline import pipeline_app, status_command
 from negotiation.protocol import protocol_app
 from negotiation.registry import audit_command, deviation_app
 
@@ -32,3 +33,10 @@ for _name, _command in (("contrast", contrast_command), ("frontier", frontier_co
                         ("report", report_command), ("viewer", viewer_command),
                         ("packet", packet_command), ("signoff", signoff_command)):
     app.command(_name)(_command)
+
+app.add_typer(pipeline_app, name="pipeline")
+app.command("status")(status_command)
+
+from negotiation.training.nemo import train_config  # noqa: E402  (imports no NeMo-RL until it runs)
+
+app.command("train-config")(train_config)

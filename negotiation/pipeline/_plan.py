@@ -98,15 +98,24 @@ def render_plan(plan: dict[str, Any]) -> str:
     return HEADER.format(study=plan["plan"]["study"]) + body
 
 
-def write_plan(study: str, root: Path | None = None, *, check: bool = False) -> tuple[Path, bool]:
-    """Write (or with ``check`` compare) the plan file; return ``(path, up_to_date)``."""
+def _sync(path: Path, text: str, check: bool) -> bool:
+    current = path.read_text(encoding="utf-8") if path.exists() else None
+    if check or current == text:
+        return current == text
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def write_plan(study: str, root: Path | None = None, *, check: bool = False) -> list[tuple[Path, bool]]:
+    """Write (or with ``check`` compare) the plan file and, for a non-default study, its
+    pipeline file; return ``(path, up_to_date)`` for each."""
+    from negotiation.pipeline._studyfile import DEFAULT_STUDY, derive_study_pipeline, study_pipeline_path
+
     study_obj = load_study(study, root)
     path = plan_path(study, study_obj.root)
-    text = render_plan(build_plan(study, study_obj.root))
-    current = path.read_text(encoding="utf-8") if path.exists() else None
-    if check:
-        return path, current == text
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if current != text:
-        path.write_text(text, encoding="utf-8")
-    return path, True
+    results = [(path, _sync(path, render_plan(build_plan(study, study_obj.root)), check))]
+    if study != DEFAULT_STUDY:
+        target = study_pipeline_path(study, study_obj.root)
+        results.append((target, _sync(target, derive_study_pipeline(study, study_obj.root), check)))
+    return results

@@ -1,4 +1,7 @@
-"""DVC stage ``select@<arm>``: the step-matched read point (trained arms) and the arm's seller."""
+"""DVC stage ``select@<arm>``: the step-matched read point (trained arms) and the arm's seller.
+
+(Not ``select.py``: a script folder is first on ``sys.path``, and that name shadows the stdlib.)
+"""
 
 from negotiation.pipeline import parser, run_select, stage_main
 

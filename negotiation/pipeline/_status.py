@@ -1,0 +1,66 @@
+"""``nego status STUDY``: per arm what is trained, selected, gated and evaluated, and the
+study's validation, audit and report state, read from the results folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from negotiation.pipeline._plan import build_plan
+from negotiation.protocol import load_study
+from negotiation.registry import ResultsLayout
+
+
+def _read(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _trained(root: Path, out: str, arm: dict[str, Any], runs: dict[str, Any], name: str) -> str:
+    if arm["kind"] != "trained":
+        return "n/a" if arm["kind"] == "reference" else ("yes" if (root / arm["source"]).exists() else "no")
+    steps = sorted(int(p.name[5:]) for p in (root / arm["source"]).glob("step_*") if p.name[5:].isdigit())
+    return f"steps {steps[0]}..{steps[-1]}" if steps else "no"
+
+
+def _evaluated(layout: ResultsLayout, arm: str) -> str:
+    metrics = _read(layout.dir / "evaluate" / arm / "metrics.json")
+    if metrics is None:
+        return "no"
+    return f"{metrics['episodes']} episodes, {metrics['error_rows']} error rows, S={metrics.get('S', float('nan')):.3f}"
+
+
+def arm_rows(study: str, root: Path | None = None) -> list[dict[str, str]]:
+    """One row per planned arm."""
+    loaded = load_study(study, root)
+    plan = build_plan(study, loaded.root)["plan"]
+    layout = ResultsLayout(loaded.root / plan["out"])
+    rows = []
+    for name, arm in plan["arms"].items():
+        selection = _read(layout.selection(name))
+        pilot = _read(layout.pilot(name))
+        rows.append({
+            "arm": name, "kind": arm["kind"], "frozen": "yes" if arm["frozen"] else "added",
+            "trained": _trained(loaded.root, plan["out"], arm, plan["runs"], name),
+            "selected": (f"step {selection['step']}" + (" (substitution)" if selection["substitution"] else "")
+                         if selection else ("yes" if layout.seller(name).exists() else "no")),
+            "gated": ("passed" if pilot["passed"] else "FAILED") if pilot else "no",
+            "evaluated": _evaluated(layout, name),
+        })
+    return rows
+
+
+def study_state(study: str, root: Path | None = None) -> dict[str, Any]:
+    """Validation, audit and report state of the study."""
+    loaded = load_study(study, root)
+    out = loaded.root / build_plan(study, loaded.root)["plan"]["out"]
+    validation = _read(out / "validate" / "report.json")
+    audit = _read(out / "audit.json")
+    report = out / "report" / "report.html"
+    return {
+        "validation": "not run" if validation is None else ("passed" if validation.get("success") else "FAILED"),
+        "audit": "not run" if audit is None else ("passed" if audit.get("passed") else "FAILED"),
+        "report": str(report.relative_to(loaded.root)) if report.exists() else "not built",
+        "transcripts": str((out / "report" / "transcripts.html").relative_to(loaded.root))
+        if (out / "report" / "transcripts.html").exists() else "not built",
+    }
