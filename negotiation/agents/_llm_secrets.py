@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 _SECRET_NAME = re.compile(r"(API_?KEY|_KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$|API_?KEY", re.IGNORECASE)
 _BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE)
@@ -34,27 +34,42 @@ def secret_values(environ: dict[str, str] | None = None) -> dict[str, str]:
     return found
 
 
+def redactor(environ: dict[str, str] | None = None) -> Callable[[str], str]:
+    """A function redacting one string, with the environment's secrets read once (not per string)."""
+    # Longest first, so a secret that contains another is replaced whole.
+    secrets = sorted(secret_values(environ).items(), key=lambda kv: -len(kv[0]))
+
+    def apply(text: str) -> str:
+        if not text:
+            return text
+        for value, name in secrets:
+            if value in text:
+                text = text.replace(value, f"[redacted:{name}]")
+        text = _BEARER.sub(r"\1[redacted]", text)
+        return _KEY_LIKE.sub("[redacted-key]", text)
+
+    return apply
+
+
 def redact(text: str, environ: dict[str, str] | None = None) -> str:
     """``text`` with every secret value, bearer token and key-like string replaced."""
-    if not text:
-        return text
-    # Longest first, so a secret that contains another is replaced whole.
-    for value, name in sorted(secret_values(environ).items(), key=lambda kv: -len(kv[0])):
-        if value in text:
-            text = text.replace(value, f"[redacted:{name}]")
-    text = _BEARER.sub(r"\1[redacted]", text)
-    return _KEY_LIKE.sub("[redacted-key]", text)
+    return redactor(environ)(text)
+
+
+def redact_obj_with(value: Any, apply: Callable[[str], str]) -> Any:
+    """``apply`` (a ``redactor``) on every string inside nested dicts, lists and tuples."""
+    if isinstance(value, str):
+        return apply(value)
+    if isinstance(value, dict):
+        return {k: redact_obj_with(v, apply) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_obj_with(v, apply) for v in value)
+    return value
 
 
 def redact_obj(value: Any, environ: dict[str, str] | None = None) -> Any:
     """``redact`` applied to every string inside nested dicts, lists and tuples."""
-    if isinstance(value, str):
-        return redact(value, environ)
-    if isinstance(value, dict):
-        return {k: redact_obj(v, environ) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(redact_obj(v, environ) for v in value)
-    return value
+    return redact_obj_with(value, redactor(environ))
 
 
 def forbid_inline_secrets(spec_text: str, options: Iterable[str]) -> None:

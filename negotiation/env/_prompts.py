@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -155,6 +156,12 @@ def _num(x: float) -> str:
 
 def value_json(value: Any) -> str:
     """How a value appears in prompts and actions (JSON; non-JSON values as their repr string)."""
+    kind = type(value)
+    # Fast paths with json.dumps's exact output: this runs for every value on every turn.
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return str(value)
     return json.dumps(value, ensure_ascii=False, default=repr)
 
 
@@ -182,8 +189,30 @@ def counterpart_of(role: str) -> str:
     return "buyer" if role == "seller" else "seller"
 
 
+_SYSTEM_CACHE: OrderedDict[tuple, str] = OrderedDict()
+_SYSTEM_CACHE_SIZE = 512  # a few times the episodes in flight, times two roles
+# Templates whose ids key the cache, held so that an id can never be reused by another object.
+_SYSTEM_CACHE_TEMPLATES: dict[int, PromptTemplate] = {}
+
+
 def render_system(view: View, template: PromptTemplate) -> str:
-    """The system message: role, domain, terms, own priorities, reservation, format."""
+    """The system message: role, domain, terms, own priorities, reservation, format.
+
+    It is the same on every turn of an episode, so it is cached by everything it depends on.
+    """
+    key = (id(template), view.domain.name, view.domain.version, view.role,
+           tuple(view.prefs.weights.items()), tuple(view.prefs.preferred.items()))
+    text = _SYSTEM_CACHE.get(key)
+    if text is None:
+        text = _render_system(view, template)
+        _SYSTEM_CACHE_TEMPLATES[id(template)] = template
+        _SYSTEM_CACHE[key] = text
+        if len(_SYSTEM_CACHE) > _SYSTEM_CACHE_SIZE:
+            _SYSTEM_CACHE.popitem(last=False)
+    return text
+
+
+def _render_system(view: View, template: PromptTemplate) -> str:
     t, domain = template, view.domain
     lines = [domain.description.for_role(view.role),
              "",

@@ -30,7 +30,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from negotiation.agents._llm_secrets import redact, redact_obj
+from negotiation.agents._llm_secrets import redact_obj_with, redactor
 from negotiation.env import KEY
 from negotiation.errors import ConfigError, NegotiationError
 
@@ -117,9 +117,11 @@ class ResultsStore:
         """Store one finished attempt atomically; the status follows ``episode['outcome']``."""
         status = "error" if episode.get("outcome") == "error" else "ok"
         path = self._shard_path(key, attempt, status)
+        clean = redactor()
         payload = {"version": SHARD_VERSION, "key": dict(zip(KEY, key)), "attempt": attempt,
-                   "episode": redact_obj(episode), "turns": redact_obj(turns)}
-        text = redact(json.dumps(payload, ensure_ascii=False, default=_jsonable))
+                   "episode": redact_obj_with(episode, clean), "turns": redact_obj_with(turns, clean)}
+        # Strings are redacted one by one (robust to JSON escaping), then the text once more.
+        text = clean(json.dumps(payload, ensure_ascii=False, default=_jsonable))
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(tmp, "w", encoding="utf-8") as handle:

@@ -133,3 +133,22 @@ def test_rendered_values_are_json_so_levels_and_booleans_read_back():
     lines = user_text(game.view()).splitlines()
     changes = next(line for line in lines if line.startswith("    Table changes: "))
     assert json.loads(changes.split(": ", 1)[1]) == {"accessories": True, "interior": "Sport"}
+
+
+def test_the_cached_system_message_follows_template_role_and_preferences():
+    view = game_after(S1, B2).view()
+    base = render_messages(view, converge_from_turn=CONVERGE)[0]["content"]
+    reworded = PROMPT_TEMPLATES["evaluation"].model_copy(update={"reservation": "Any deal beats no deal."})
+    changed = render_messages(view, reworded, converge_from_turn=CONVERGE)[0]["content"]
+    assert "Any deal beats no deal." in changed and "Any deal beats no deal." not in base
+    other_prefs = dataclasses.replace(view, prefs=SCENARIO.buyer, role="buyer")
+    assert render_messages(other_prefs, converge_from_turn=CONVERGE)[0]["content"] != base
+    assert render_messages(view, converge_from_turn=CONVERGE)[0]["content"] == base
+
+
+def test_the_evaluation_scaffold_needs_the_converge_turn():
+    import pytest
+
+    with pytest.raises(ValueError, match="converge_from_turn"):
+        render_messages(game_after().view())
+    assert render_messages(game_after().view(), "training")[1]["content"] == PROMPT_TEMPLATES["training"].opening
