@@ -6,6 +6,7 @@ import dataclasses
 import json
 import re
 
+import pytest
 from car_prefs import SCENARIO
 
 from negotiation.env import EnvConfig, Negotiation
@@ -147,8 +148,6 @@ def test_the_cached_system_message_follows_template_role_and_preferences():
 
 
 def test_the_evaluation_scaffold_needs_the_converge_turn():
-    import pytest
-
     with pytest.raises(ValueError, match="converge_from_turn"):
         render_messages(game_after().view())
     assert render_messages(game_after().view(), "training")[1]["content"] == PROMPT_TEMPLATES["training"].opening
