@@ -4,7 +4,7 @@ from negotiation.evaluation._accounting import arm_accounting, write_accounting
 from negotiation.evaluation._cell import CellProgress, CellSpec, error_row, play_episode, run_cell
 from negotiation.evaluation._cli import evaluate, serve_standin
 from negotiation.evaluation._pilot import GateRule, PilotResult, decide, run_pilot
-from negotiation.evaluation._run import EvaluationResult, RunOptions, evaluate_cell
+from negotiation.evaluation._run import EvaluationResult, RunOptions, evaluate_arm, evaluate_cell
 from negotiation.evaluation._setup import agent_factory, build_cell, env_config, parse_buyers, parse_seeds
 from negotiation.evaluation._standin import FAULT_KINDS, PERSONAS, Faults, StandinConfig, StandinServer
 from negotiation.evaluation._standin_prompt import PromptReadError, read_view
@@ -14,6 +14,6 @@ __all__ = [
     "FAULT_KINDS", "PERSONAS", "CellProgress", "CellSpec", "EvaluationResult", "Faults", "GateRule",
     "PilotResult", "PromptReadError", "ResultsStore", "RunOptions", "StandinConfig", "StandinServer",
     "StoreLockedError", "agent_factory", "arm_accounting", "build_cell", "decide", "env_config", "error_row",
-    "evaluate", "evaluate_cell", "parse_buyers", "parse_seeds", "play_episode", "read_view", "run_cell",
+    "evaluate", "evaluate_arm", "evaluate_cell", "parse_buyers", "parse_seeds", "play_episode", "read_view", "run_cell",
     "run_pilot", "serve_standin", "write_accounting",
 ]

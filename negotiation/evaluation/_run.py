@@ -24,10 +24,11 @@ from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.evaluation._accounting import arm_accounting, write_accounting, write_json
 from negotiation.evaluation._cell import AgentFactory, AgentPool, CellProgress, CellSpec, run_cell
 from negotiation.evaluation._pilot import GateRule, PilotResult, run_pilot
-from negotiation.evaluation._setup import agent_factory, env_config
+from negotiation.evaluation._setup import agent_factory, arm_sampling_role, build_cell, env_config
 from negotiation.evaluation._records import pilot_record as pilot_record_of
 from negotiation.evaluation._records import sampling_record, write_redacted
 from negotiation.evaluation._store import ResultsStore, _safe
+from negotiation.registry import ResultsLayout
 
 
 class RunOptions(BaseModel):
@@ -141,3 +142,27 @@ async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, proto
             _write_sampling(out, cell, pool, protocol_hash)
     blocked = sorted(set(cell.buyers) - set(buyers))
     return EvaluationResult(out, progress, episodes, turns, pilot, blocked, arm_accounting(episodes))
+
+
+async def evaluate_arm(protocol: Any, arm_name: str, arm: Any, seller: str, results_dir: Path | str, *,
+                       protocol_hash: str, options: RunOptions = RunOptions(),
+                       on_progress: Callable[[str, CellProgress], None] | None = None) -> EvaluationResult:
+    """The DVC ``evaluate@<arm>`` stage: one arm of the matrix over the protocol's full cell.
+
+    Args:
+        protocol: the loaded study protocol.
+        arm_name: the arm's name (the ``arm`` column and the folder name).
+        arm: its ``negotiation.protocol.Arm`` (kind decides the seller's sampling; size the serving).
+        seller: the arm's seller spec with ``{base}`` / ``{checkpoint}`` already filled in.
+        results_dir: the study's results folder (``ResultsLayout``): episodes go to
+            ``evaluate/<arm>/``, the pilot record to ``pilot/<arm>.json``.
+        protocol_hash: the verified protocol hash.
+        options: run knobs (``params.yaml``).
+        on_progress: as for ``evaluate_cell``.
+    """
+    layout = ResultsLayout(Path(results_dir))
+    serve = ServeSettings.from_protocol(protocol, arm.size) if seller.startswith("vllm:") and arm.size else None
+    cell = build_cell(protocol, arm=arm_name, seller=seller)
+    return await evaluate_cell(cell, layout.episodes(arm_name).parent, protocol, protocol_hash=protocol_hash,
+                               options=options, seller_sampling=arm_sampling_role(arm), serve=serve,
+                               pilot_record=layout.pilot(arm_name), on_progress=on_progress)

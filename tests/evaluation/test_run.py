@@ -78,3 +78,22 @@ def test_no_planted_key_in_any_written_file(tmp_path, monkeypatch):
     assert len(written) > 5
     for path in written:
         assert PLANTED.encode() not in path.read_bytes(), path
+
+
+def test_the_dvc_stage_entry_writes_the_audits_layout(tmp_path):
+    from negotiation.evaluation import evaluate_arm
+    from negotiation.protocol import load_study
+    from negotiation.registry import ResultsLayout
+
+    study = load_study("demo")
+    arm = study.arms["ref_conceder"]
+    fast = DEMO.model_copy(update={"seeds": DEMO.seeds.model_copy(update={
+        "evaluation": DEMO.seeds.evaluation.model_copy(update={"stop": DEMO.seeds.evaluation.start + 1})})})
+    result = asyncio.run(evaluate_arm(fast, "ref_conceder", arm, arm.seller, tmp_path, protocol_hash="p"))
+    layout = ResultsLayout(tmp_path)
+    assert result.ok and len(pd.read_parquet(layout.episodes("ref_conceder"))) == 9 * 2
+    pilot = load_json_model(PilotRecord, layout.pilot("ref_conceder"))
+    assert pilot.passed and {c.buyer for c in pilot.cells} == set(DEMO.buyers.evaluation)
+    assert all(c.episodes == DEMO.pilot_gate.episodes_per_cell for c in pilot.cells)
+    sampling = load_json_model(SamplingRecord, layout.sampling("ref_conceder"))
+    assert sampling.arm == "ref_conceder" and set(sampling.buyers) == set(DEMO.buyers.evaluation)
