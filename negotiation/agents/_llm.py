@@ -41,7 +41,8 @@ from negotiation.agents._llm_secrets import forbid_inline_secrets
 from negotiation.agents._llm_transport import CallFailure, HttpTransport, LitellmTransport
 from negotiation.agents._spec import AgentSpec
 from negotiation.env import Reply, Role, View
-from negotiation.env._prompts import PROMPT_TEMPLATES, PromptVariant, render_messages
+from negotiation.env import PROMPT_TEMPLATES, render_messages
+from negotiation.env._prompts import PromptVariant
 from negotiation.errors import ConfigError
 
 _HTTP_PROVIDERS = ("openai", "hosted_vllm")

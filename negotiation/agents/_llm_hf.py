@@ -14,8 +14,7 @@ from typing import Any
 
 from negotiation.agents._llm import LLMSettings, spec_sampling_overrides, turn_seed
 from negotiation.agents._spec import AgentSpec
-from negotiation.env import Reply, Role, View
-from negotiation.env._prompts import PROMPT_TEMPLATES, render_messages
+from negotiation.env import PROMPT_TEMPLATES, Reply, Role, View, render_messages
 from negotiation.errors import ConfigError
 
 

@@ -46,7 +46,7 @@ class Faults(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     error_rate: float = Field(default=0.0, ge=0, le=1)
     """Fraction of chat requests that get a transient fault."""
-    kinds: tuple[FaultKind, ...] = FAULT_KINDS
+    kinds: tuple[FaultKind, ...] = Field(default=FAULT_KINDS, min_length=1)
     """Transient fault kinds, drawn uniformly for a faulted request."""
     retry_after_s: float = Field(default=0.0, ge=0)
     """``Retry-After`` (seconds) sent with a 429."""

@@ -10,7 +10,7 @@ import pytest
 from car_prefs import SCENARIO
 
 from negotiation.env import EnvConfig, Negotiation
-from negotiation.env._prompts import PROMPT_TEMPLATES, prompt_hash, render_messages
+from negotiation.env import PROMPT_TEMPLATES, prompt_hash, render_messages
 
 ENV = EnvConfig(max_rounds=12, no_deal_penalty=0.3, g_fmt=0.05, g_len=0.05, t_soft=9, accept_applies_terms=False)
 CONVERGE = 16

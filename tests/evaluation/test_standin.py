@@ -10,8 +10,7 @@ import pytest
 from helpers import ENV, standin
 
 from negotiation.agents import make_agent
-from negotiation.env import Negotiation, load_domain, make_scenario
-from negotiation.env._prompts import render_messages
+from negotiation.env import Negotiation, load_domain, make_scenario, render_messages
 from negotiation.evaluation import PERSONAS, read_view
 
 SCENARIO = make_scenario(load_domain("job_offer"), 5_000_003)

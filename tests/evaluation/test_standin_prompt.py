@@ -8,8 +8,7 @@ from hypothesis import strategies as st
 from helpers import ENV
 
 from negotiation.agents import make_agent
-from negotiation.env import Negotiation, load_domains, make_scenario
-from negotiation.env._prompts import render_messages
+from negotiation.env import Negotiation, load_domains, make_scenario, render_messages
 from negotiation.evaluation import PromptReadError, read_view
 
 DOMAINS = sorted(load_domains())
