@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -153,6 +153,14 @@ class PolicyAgent:
         self.spec = spec
         self.role = role
         self.policy = policy
+
+    @property
+    def sampling_settings(self) -> Any:
+        """What the harness records as sent and accepted: every head is sampled from its own
+        softmax at temperature 1, with no top-p or top-k truncation."""
+        from negotiation.protocol import SamplingSettings
+
+        return SamplingSettings(temperature=1.0)
 
     def respond(self, view: View) -> Reply:
         return Reply(self.policy.act([view]).texts[0])

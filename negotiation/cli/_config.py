@@ -34,18 +34,9 @@ def environment_of(study: str, root: Path | None = None):
 
 def env_config_for(study: str, phase: Phase, root: Path | None = None) -> EnvConfig:
     """The engine configuration of ``study`` in ``phase`` (``evaluation`` or ``training``)."""
-    if phase not in PHASES:
-        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
-    env = environment_of(study, root)
-    return EnvConfig(
-        max_rounds=env.max_rounds,
-        no_deal_penalty=env.no_deal_penalty,
-        g_fmt=env.g_fmt,
-        g_len=env.g_len,
-        t_soft=env.t_soft,
-        accept_applies_terms=getattr(env.accept_terms_applied, phase),
-        phase=phase,
-    )
+    from negotiation.protocol import env_config, load_study
+
+    return env_config(load_study(study, Path(root or REPO_ROOT).resolve()).protocol, phase)
 
 
 def dirichlet_alpha_for(study: str, root: Path | None = None) -> float:

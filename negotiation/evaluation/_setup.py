@@ -21,6 +21,7 @@ from negotiation.agents._llm import (
 from negotiation.agents._llm_retry import RetryPolicy
 from negotiation.agents._llm_sampling import SamplingRole
 from negotiation.agents._llm_vllm import ServeSettings
+from negotiation.protocol import env_config  # re-exported: the harness's entry points use it
 from negotiation.env import EnvConfig
 from negotiation.errors import ConfigError
 from negotiation.evaluation._cell import AgentFactory, CellSpec
@@ -30,12 +31,6 @@ _ARM_SAMPLING: dict[str, SamplingRole] = {"base": "self_served_seller", "trained
                                            "reference": "reference_seller"}
 
 
-def env_config(protocol: Any, phase: str = "evaluation") -> EnvConfig:
-    """The engine's constants for ``phase`` from the protocol's ``environment`` section."""
-    e = protocol.environment
-    applies = getattr(e.accept_terms_applied, phase)
-    return EnvConfig(max_rounds=e.max_rounds, no_deal_penalty=e.no_deal_penalty, g_fmt=e.g_fmt, g_len=e.g_len,
-                     t_soft=e.t_soft, accept_applies_terms=applies, phase=phase)
 
 
 def arm_sampling_role(arm: Any | None) -> SamplingRole | None:

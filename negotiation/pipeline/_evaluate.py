@@ -18,8 +18,10 @@ from typing import Any
 from negotiation.errors import NegotiationError
 from negotiation.evaluation import GateRule, RunOptions, agent_factory, build_cell, evaluate_cell, run_pilot
 from negotiation.evaluation._records import pilot_record, write_redacted
-from negotiation.evaluation._setup import env_config
-from negotiation.protocol import load_study, protocol_hash
+from negotiation.agents._llm_vllm import ServeSettings
+from negotiation.evaluation._setup import arm_sampling_role, env_config
+from negotiation.pipeline._plan import all_arms
+from negotiation.protocol import Study, load_study, protocol_hash
 from negotiation.registry import PilotRecord, ResultsLayout, load_registry
 from negotiation.tracking import MlflowTracker, flatten, git_commit
 
@@ -41,14 +43,23 @@ def _torch_single_thread() -> None:
     torch.set_num_threads(1)
 
 
+def _agent_settings(study: Study, arm_name: str, seller: str) -> dict[str, Any]:
+    """How the arm's seller is sampled (by arm kind) and served (``vllm:`` sizes)."""
+    arm = all_arms(study)[arm_name]
+    serve = ServeSettings.from_protocol(study.protocol, arm.size) if seller.startswith("vllm:") and arm.size else None
+    return {"seller_sampling": arm_sampling_role(arm), "serve": serve}
+
+
 def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int) -> PilotRecord:
     """Run the pilot gate of ``arm`` against every evaluation buyer; write ``pilot/<arm>.json``."""
     _torch_single_thread()
     study = load_study(study_name)
     layout = ResultsLayout(Path(results_dir))
-    cell = build_cell(study.protocol, arm=arm, seller=_seller(layout, arm))
+    seller = _seller(layout, arm)
+    cell = build_cell(study.protocol, arm=arm, seller=seller)
     digest = protocol_hash(study_name)
-    factory = agent_factory(study.protocol, retry=RunOptions().retry, max_concurrency=concurrency)
+    factory = agent_factory(study.protocol, retry=RunOptions().retry, max_concurrency=concurrency,
+                            **_agent_settings(study, arm, seller))
     results = asyncio.run(run_pilot(cell, GateRule.from_protocol(study.protocol), layout.dir / "pilot" / arm,
                                     env_config(study.protocol), factory, concurrency=concurrency,
                                     retry_errors=True))
@@ -83,12 +94,13 @@ def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurre
     study = load_study(study_name)
     layout = ResultsLayout(Path(results_dir))
     _, override_ids = _check_gate(study_name, arm, layout)
-    cell = build_cell(study.protocol, arm=arm, seller=_seller(layout, arm))
+    seller = _seller(layout, arm)
+    cell = build_cell(study.protocol, arm=arm, seller=seller)
     options = RunOptions(concurrency=concurrency, retry_errors=retry_errors, pilot=False,
                          deviation=override_ids[0] if override_ids else None)
     out = layout.dir / "evaluate" / arm
     result = asyncio.run(evaluate_cell(cell, out, study.protocol, protocol_hash=protocol_hash(study_name),
-                                       options=options))
+                                       options=options, **_agent_settings(study, arm, seller)))
     metrics = arm_metrics(study.protocol, result.episodes)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if track:
@@ -104,9 +116,12 @@ def arm_metrics(protocol: Any, episodes: Any) -> dict[str, Any]:
     ok = episodes[episodes["outcome"] != "error"]
     summary = outcome_summary(ok, context_from_protocol(protocol)) if len(ok) else {}
     clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}
-    cost = float(episodes["cost"].sum()) if "cost" in episodes and len(episodes) else 0.0
+    from negotiation.evaluation import arm_accounting
+
+    totals = next(iter(arm_accounting(episodes).values()), {}) if len(episodes) else {}
+    usd = totals.get("usd_per_episode")
     return {**clean, "episodes": int(len(episodes)), "error_rows": errors,
-            "cost_per_episode": cost / len(episodes) if len(episodes) else 0.0}
+            "usd_per_episode": usd}  # null when a provider's price is unknown, never a silent $0
 
 
 def log_evaluation_run(study_name: str, arm: str, seller: str, out: Path, metrics: dict[str, Any],

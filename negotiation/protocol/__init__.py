@@ -6,6 +6,7 @@ those of the domain schemas they name). See ``docs/protocol.md``.
 """
 
 from negotiation.protocol._cli import EXIT_FAILED, EXIT_INPUT, exit_with, protocol_app, root_option
+from negotiation.protocol._env import env_config
 from negotiation.protocol._files import StrictModel, display_path, load_json_model, load_yaml, load_yaml_model
 from negotiation.protocol._lock import Lock, LockError, checked_lock, freeze, lock_problems, protocol_hash, verify
 from negotiation.protocol._schema import Protocol
@@ -16,7 +17,7 @@ from negotiation.protocol._study import Study, arm_problems, default_root, load_
 __all__ = [
     "EXIT_FAILED", "EXIT_INPUT", "Arm", "ArmMatrix", "ArmName", "Lock", "LockError", "Protocol",
     "SamplingSettings", "SeedBlock", "StrictModel", "Study", "arm_problems", "checked_lock", "default_root",
-    "display_path", "exit_with", "root_option",
+    "display_path", "env_config", "exit_with", "root_option",
     "fill_seller", "freeze", "load_json_model", "load_study", "load_yaml", "load_yaml_model",
     "lock_problems", "protocol_app", "protocol_hash", "resolve_read_step", "verify",
 ]

@@ -30,10 +30,9 @@ _REQUIRED = {"algorithm": "grpo", "normalize_rewards": True, "baseline": "leave_
 
 def training_env(protocol) -> EnvConfig:
     """The engine configuration of the training phase (training-phase ACCEPT flag)."""
-    env = protocol.environment
-    return EnvConfig(max_rounds=env.max_rounds, no_deal_penalty=env.no_deal_penalty,
-                     g_fmt=env.g_fmt, g_len=env.g_len, t_soft=env.t_soft,
-                     accept_applies_terms=env.accept_terms_applied.training, phase="training")
+    from negotiation.protocol import env_config
+
+    return env_config(protocol, "training")
 
 
 def _recipe(protocol, where: str) -> GrpoRecipe:
