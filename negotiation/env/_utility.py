@@ -95,7 +95,10 @@ def score_prefs(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) ->
         else:
             integ += part
     n_off = sum(1 for name in ledger if not domain.has_term(name))
-    return Score(u, (u + 1.0) / 2.0, dist, integ, n_off, n_invalid, n_oor)
+    # Ũ = (U + 1) / 2 mathematically; summing the non-negative per-term parts instead keeps it
+    # inside [0, 1] under rounding ((U + 1) / 2 gave -1.1e-16 for a worst contract) and makes
+    # the distributive/integrative split add up exactly. Weights may sum to 1 + 1e-16: clip.
+    return Score(u, min(1.0, dist + integ), dist, integ, n_off, n_invalid, n_oor)
 
 
 def score_ledger(scenario: Scenario, role: Role, ledger: Mapping[str, Any]) -> Score:

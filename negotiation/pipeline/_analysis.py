@@ -25,7 +25,7 @@ from negotiation.tracking import MlflowTracker, git_commit
 def run_validate(study: str, results_dir: Path) -> dict[str, Any]:
     """Validate every arm's episode table; the report is written whether or not it passes."""
     context = load_context(study)
-    report = validate_results(context, Path(results_dir))
+    report = validate_results(context, Path(results_dir).resolve())  # GE wants absolute paths
     return json.loads(report.model_dump_json())
 
 
