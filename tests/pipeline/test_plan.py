@@ -16,11 +16,11 @@ ROOT = default_root()
 
 
 @pytest.fixture()
-def root(tmp_path: Path) -> Path:
-    for name in ("protocol", "registry", "pipelines", "dvc.yaml"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copyfile)(src, tmp_path / name)
-    return tmp_path
+def root(root: Path) -> Path:
+    """The shared protocol/registry copy plus the pipeline files."""
+    shutil.copytree(ROOT / "pipelines", root / "pipelines")
+    shutil.copyfile(ROOT / "dvc.yaml", root / "dvc.yaml")
+    return root
 
 
 def test_committed_plans_and_paper_pipeline_are_current():

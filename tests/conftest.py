@@ -1,4 +1,4 @@
-"""A private copy of the repository's protocol and registry data, safe to tamper with."""
+"""Fixtures shared by the test packages: a private copy of the protocol and registry data, safe to tamper with."""
 
 from __future__ import annotations
 
