@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from negotiation.errors import ConfigError, format_validation_error
 
@@ -102,6 +102,11 @@ class Domain(BaseModel):
     """The situation, per role."""
     terms: tuple[Term, ...]
     """The 7-10 terms, in a fixed order (the order of weight draws)."""
+    _index: dict[str, Term] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, __context: Any) -> None:
+        # Name lookups sit on the hot path of scoring and parsing (every turn, every term).
+        self._index = {t.name: t for t in self.terms}
 
     @model_validator(mode="after")
     def _term_mix(self) -> Domain:
@@ -120,13 +125,13 @@ class Domain(BaseModel):
         return tuple(t.name for t in self.terms)
 
     def term(self, name: str) -> Term:
-        for t in self.terms:
-            if t.name == name:
-                return t
-        raise KeyError(f"domain {self.name!r} has no term {name!r}")
+        try:
+            return self._index[name]
+        except KeyError:
+            raise KeyError(f"domain {self.name!r} has no term {name!r}") from None
 
     def has_term(self, name: str) -> bool:
-        return any(t.name == name for t in self.terms)
+        return name in self._index
 
 
 _CACHE: dict[Path, Domain] = {}
