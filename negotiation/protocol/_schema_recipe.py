@@ -94,6 +94,9 @@ class Recipe(StrictModel):
     """Whether the loss averages over tokens or over sequences."""
     validate_at_step_zero: bool
     """Whether validation also runs before the first step."""
+    validation_scenarios: int = Field(gt=0)
+    """Fixed validation scenarios, drawn from the top tenth of the training seed block (which
+    training then never uses); validation only logs a curve, it never selects a checkpoint."""
     validation_every: int = Field(gt=0)
     """Validation period in steps."""
     checkpoint_every: int = Field(gt=0)

@@ -4,8 +4,9 @@ Every number comes from ``protocol/<study>/protocol.yaml``; this module only map
 refuses recipes the demo trainer does not implement. Two things the protocol does not state
 are fixed here and documented in ``docs/training.md``:
 
-- the validation set: ``VALIDATION_SCENARIOS`` scenarios from the top ``1 / VALIDATION_SHARE``
-  of the training seed block, which training then never draws from;
+- where the validation set comes from: the protocol's ``training.validation_scenarios``
+  scenarios from the top ``1 / VALIDATION_SHARE`` of the training seed block, which training
+  then never draws from;
 - the training seed of a run: the size's ``init_seed`` (the paper trains one seed per arm).
 """
 
@@ -21,7 +22,6 @@ from negotiation.training._checkpoint import checkpoint_steps
 from negotiation.training._config import ArmTraining, BuyerShare, GrpoRecipe, TrainConfig, TrainData
 
 VALIDATION_SHARE = 10
-VALIDATION_SCENARIOS = 64
 
 # Recipe keys whose other values this trainer does not implement, with the value it needs.
 _REQUIRED = {"algorithm": "grpo", "normalize_rewards": True, "baseline": "leave_one_out",
@@ -58,7 +58,7 @@ def _data(protocol) -> TrainData:
     buyers = tuple(BuyerShare(spec=b.spec, weight=b.weight) for b in protocol.buyers.training)
     return TrainData(domains=tuple(protocol.domains.training), train_seeds=(block.start, split),
                      validation_seeds=(split, block.stop),
-                     validation_scenarios=VALIDATION_SCENARIOS, buyers=buyers,
+                     validation_scenarios=protocol.training.validation_scenarios, buyers=buyers,
                      dirichlet_alpha=protocol.environment.dirichlet_alpha)
 
 

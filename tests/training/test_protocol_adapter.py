@@ -8,7 +8,6 @@ import torch
 from negotiation.errors import ConfigError
 from negotiation.protocol import load_study
 from negotiation.training._protocol import (
-    VALIDATION_SCENARIOS,
     final_checkpoint,
     train_config_for,
     training_env,
@@ -48,7 +47,7 @@ def test_initial_and_continuation_configs(study, tmp_path):
     block = study.protocol.seeds.training
     assert cfg.data.train_seeds[0] == block.start and cfg.data.validation_seeds[1] == block.stop
     assert cfg.data.train_seeds[1] == cfg.data.validation_seeds[0]
-    assert cfg.data.validation_scenarios == VALIDATION_SCENARIOS
+    assert cfg.data.validation_scenarios == study.protocol.training.validation_scenarios == 32
     assert [b.spec for b in cfg.data.buyers] == [b.spec for b in study.protocol.buyers.training]
     cont = next(a for a in study.arms.values() if a.kind == "trained" and a.parent_run)
     ccfg = train_config_for(study, cont.run, parent=tmp_path / "step_64")
