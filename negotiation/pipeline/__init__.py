@@ -1,16 +1,35 @@
-"""The study as DVC stages: the plan DVC iterates over and one library function per stage."""
+"""The study as DVC stages: the plan DVC iterates over and one library function per stage.
 
-from negotiation.pipeline._cli import pipeline_app, status_command
-from negotiation.pipeline._analysis import run_analyze, run_audit_stage, run_report, run_validate
-from negotiation.pipeline._evaluate import GateClosedError, arm_metrics, run_evaluate_stage, run_pilot_stage
-from negotiation.pipeline._plan import all_arms, build_plan, plan_path, render_plan, write_plan
-from negotiation.pipeline._scenarios import run_scenarios, scenario_table
-from negotiation.pipeline._stage import parser, stage_main, tracking_uri_from_params, write_json
-from negotiation.pipeline._train import MissingBackendError, run_init, run_select, run_train
+Names resolve lazily so that each stage script imports only its own stage's dependencies
+(a stage process that never trains need not import torch; one that never analyzes need not
+import great-expectations): every DVC stage starts a fresh interpreter.
+"""
 
-__all__ = [
-    "GateClosedError", "pipeline_app", "status_command", "MissingBackendError", "all_arms", "arm_metrics", "build_plan", "parser",
-    "plan_path", "render_plan", "run_analyze", "run_audit_stage", "run_evaluate_stage", "run_init",
-    "run_pilot_stage", "run_report", "run_scenarios", "run_select", "run_train", "run_validate",
-    "scenario_table", "stage_main", "tracking_uri_from_params", "write_json", "write_plan",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "_analysis": ("run_analyze", "run_audit_stage", "run_report", "run_validate"),
+    "_cli": ("pipeline_app", "status_command"),
+    "_evaluate": ("GateClosedError", "arm_metrics", "run_evaluate_stage", "run_pilot_stage"),
+    "_plan": ("all_arms", "build_plan", "plan_path", "render_plan", "write_plan"),
+    "_scenarios": ("run_scenarios", "scenario_table"),
+    "_stage": ("parser", "stage_main", "tracking_uri_from_params", "write_json"),
+    "_track": ("run_track",),
+    "_train": ("MissingBackendError", "run_init", "run_select", "run_train"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'negotiation.pipeline' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"negotiation.pipeline.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

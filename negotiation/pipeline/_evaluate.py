@@ -88,8 +88,8 @@ def _check_gate(study_name: str, arm: str, layout: ResultsLayout) -> tuple[list[
 
 
 def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int,
-                       retry_errors: bool = True, track: bool = True) -> dict[str, Any]:
-    """Evaluate ``arm`` on every cell into ``evaluate/<arm>/`` and log its MLflow run."""
+                       retry_errors: bool = True) -> dict[str, Any]:
+    """Evaluate ``arm`` on every cell into ``evaluate/<arm>/`` (``track`` logs it to MLflow)."""
     _torch_single_thread()
     study = load_study(study_name)
     layout = ResultsLayout(Path(results_dir))
@@ -103,8 +103,6 @@ def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurre
                                        options=options, **_agent_settings(study, arm, seller)))
     metrics = arm_metrics(study.protocol, result.episodes)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    if track:
-        log_evaluation_run(study_name, arm, cell.seller, out, metrics, layout)
     return metrics
 
 
@@ -125,13 +123,13 @@ def arm_metrics(protocol: Any, episodes: Any) -> dict[str, Any]:
 
 
 def log_evaluation_run(study_name: str, arm: str, seller: str, out: Path, metrics: dict[str, Any],
-                       layout: ResultsLayout) -> str | None:
+                       layout: ResultsLayout, tables_sha256: str) -> str | None:
     """One MLflow run per evaluated arm: metrics, tags, tables, pilot record and sampling."""
     log = load_registry(study_name).deviations
     deviations = sorted(e.id for e in log.active() if e.covers(arm, None, None))
     tags = {"study": study_name, "arm": arm, "phase": "evaluation", "dvc_stage": f"evaluate@{arm}",
             "git_commit": git_commit(), "protocol_hash": protocol_hash(study_name), "seller": seller,
-            "deviations": ",".join(map(str, deviations)) or "none"}
+            "deviations": ",".join(map(str, deviations)) or "none", "tables_sha256": tables_sha256}
     tracker = MlflowTracker(study_name, f"evaluate/{arm}", flatten({"seller": seller}), tags)
     tracker.log_step(0, {f"eval/{k}": float(v) for k, v in metrics.items() if isinstance(v, (int, float))})
     for path in (out / "episodes.parquet", out / "turns.parquet", out / "sampling.json", out / "metrics.json",

@@ -1,0 +1,42 @@
+"""The track stage logs one MLflow evaluation run per arm and table content, never twice."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from negotiation.pipeline import run_track
+from negotiation.registry import ResultsLayout
+
+pytest.importorskip("mlflow")
+
+
+def _arm(layout: ResultsLayout, arm: str, s_values: list[float]) -> None:
+    out = layout.dir / "evaluate" / arm
+    out.mkdir(parents=True)
+    pd.DataFrame({"arm": arm, "S": s_values}).to_parquet(out / "episodes.parquet", index=False)
+    (out / "metrics.json").write_text(json.dumps({"S": sum(s_values) / len(s_values), "episodes": len(s_values)}))
+    layout.seller(arm).parent.mkdir(parents=True)
+    layout.seller(arm).write_text(json.dumps({"seller": "scripted:boulware"}))
+
+
+def test_each_table_is_logged_once_and_a_changed_table_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    layout = ResultsLayout(tmp_path / "outputs/demo")
+    _arm(layout, "ref_boulware", [0.5, 0.7])
+    first = run_track("demo", layout.dir)["evaluation_runs"]
+    assert list(first) == ["ref_boulware"]
+    assert run_track("demo", layout.dir)["evaluation_runs"] == first  # unchanged: no new run
+    pd.DataFrame({"arm": "ref_boulware", "S": [0.1, 0.2]}).to_parquet(
+        layout.dir / "evaluate/ref_boulware/episodes.parquet", index=False)
+    changed = run_track("demo", layout.dir)["evaluation_runs"]["ref_boulware"]
+    assert changed["run_id"] != first["ref_boulware"]["run_id"]
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient()
+    runs = client.search_runs([client.get_experiment_by_name("demo").experiment_id])
+    assert len(runs) == 2 and {r.data.tags["dvc_stage"] for r in runs} == {"evaluate@ref_boulware"}
+    assert {r.data.metrics["eval/S"] for r in runs} == {0.6}  # metrics.json was not rewritten here
