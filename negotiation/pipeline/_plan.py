@@ -51,20 +51,33 @@ def all_arms(study: Study) -> dict[str, Arm]:
     return {**study.arms, **registry.added}
 
 
+def _entry(study: Study, name: str) -> dict[str, str]:
+    """Where an arm is defined, as a DVC params reference: that entry alone is tracked, so
+    editing one arm reruns only that arm's stages."""
+    if name in study.arms:
+        return {"params_file": f"protocol/{study.name}/arms.yaml", "params_key": f"arms.{name}"}
+    return {"params_file": f"registry/{study.name}/arms.yaml", "params_key": f"added_arms.{name}"}
+
+
 def _runs(study: Study, arms: dict[str, Arm], out: str) -> dict[str, dict[str, Any]]:
-    """Every training run (parents first), with the folder it starts from."""
+    """Every training run (parents first), with the folder it starts from and the arm entry
+    that defines it (the first arm by name that reads it, or its continuation's)."""
     runs: dict[str, dict[str, Any]] = {}
-    owners = {a.run: a for a in arms.values() if a.kind == "trained" and a.run}
-    for name, arm in sorted(owners.items(), key=lambda kv: (kv[1].parent_run is not None, kv[0])):
+    owners: dict[str, str] = {}
+    for name in sorted(arms):
+        if arms[name].kind == "trained" and arms[name].run:
+            owners.setdefault(arms[name].run, name)
+    for run, owner in sorted(owners.items(), key=lambda kv: (arms[kv[1]].parent_run is not None, kv[0])):
+        arm = arms[owner]
         if arm.parent_run:
             if arm.parent_run not in owners:  # an initial run trained only to be continued
                 runs[arm.parent_run] = {"size": arm.size, "lr_multiple": arm.lr_multiple, "parent": "",
-                                        "start": _init_dir(out, arm.size)}
+                                        "start": _init_dir(out, arm.size), **_entry(study, owner)}
             start = f"{out}/train/{arm.parent_run}"
         else:
             start = _init_dir(out, arm.size)
-        runs[name] = {"size": arm.size, "lr_multiple": arm.lr_multiple, "parent": arm.parent_run or "",
-                      "start": start}
+        runs[run] = {"size": arm.size, "lr_multiple": arm.lr_multiple, "parent": arm.parent_run or "",
+                     "start": start, **_entry(study, owner)}
     return dict(sorted(runs.items(), key=lambda kv: (kv[1]["parent"] != "", kv[0])))
 
 
@@ -73,7 +86,7 @@ def _source(study: Study, arm: Arm, out: str) -> str:
         return f"{out}/train/{arm.run}"
     if arm.kind == "base":
         return _init_dir(out, arm.size)
-    return f"protocol/{study.name}/lock.yaml"  # a reference seller is defined by the locked matrix alone
+    return f"pipelines/plans/{study.name}.yaml"  # a reference seller: its own entry (a params key) alone
 
 
 def build_plan(study_name: str, root: Path | None = None) -> dict[str, Any]:
@@ -88,8 +101,8 @@ def build_plan(study_name: str, root: Path | None = None) -> dict[str, Any]:
         "out": out,
         "sizes": {s: {"kind": study.protocol.sizes[s].kind} for s in sizes},
         "runs": _runs(study, arms, out),
-        "arms": {name: {"kind": a.kind, "source": _source(study, a, out),
-                        "frozen": name in study.arms} for name, a in arms.items()},
+        "arms": {name: {"kind": a.kind, "source": _source(study, a, out), "frozen": name in study.arms,
+                        **_entry(study, name)} for name, a in arms.items()},
     }}
 
 

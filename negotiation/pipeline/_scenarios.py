@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from negotiation.env import load_domain, make_scenario
-from negotiation.protocol import load_study, protocol_hash
+from negotiation.protocol import load_study
 
 EVALUATION_FILE = "evaluation.parquet"
 PILOT_FILE = "pilot.parquet"
@@ -54,7 +54,10 @@ def run_scenarios(study_name: str, out_dir: Path) -> dict[str, Any]:
     """Write the evaluation and pilot scenario tables and their summary."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, Any] = {"study": study_name, "protocol_hash": protocol_hash(study_name)}
+    # No protocol hash here: every evaluate stage depends on this folder, and an edit to a
+    # protocol section the scenarios do not read must not rerun them (the tables' hashes say
+    # what the scenarios are).
+    summary: dict[str, Any] = {"study": study_name}
     for block, name in (("evaluation", EVALUATION_FILE), ("pilot", PILOT_FILE)):
         table = scenario_table(study_name, block)
         table.to_parquet(out / name, index=False)

@@ -6,6 +6,7 @@ backend, which stops with a message naming what is missing when it cannot run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -85,6 +86,14 @@ def _seller_spec(study: Study, arm_name: str, checkpoint: str | None) -> str:
     return arm.seller
 
 
+def folder_sha256(folder: Path) -> str:
+    """Content hash of a checkpoint folder (names and bytes of every file, in sorted order)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def run_select(study_name: str, arm_name: str, results_dir: Path) -> dict[str, Any]:
     """Apply the read-point rule (trained arms) and write the seller every arm is evaluated with."""
     study = load_study(study_name)
@@ -97,10 +106,18 @@ def run_select(study_name: str, arm_name: str, results_dir: Path) -> dict[str, A
         run_dir = study.root / plan["out"] / "train" / arm.run
         parent_dir = study.root / plan["out"] / "train" / arm.parent_run if arm.parent_run else None
         record = select_checkpoint(study, arm_name, run_dir, arm=arm, parent_run_dir=parent_dir)
+        # Paths relative to the repository root, so records and specs are the same on every machine.
+        relative = Path(record.checkpoint).resolve().relative_to(study.root.resolve())
+        record = record.model_copy(update={"checkpoint": str(relative)})
         write_record(record, layout.selection(arm_name))
         checkpoint = record.checkpoint
     seller = _seller_spec(study, arm_name, checkpoint)
+    # pilot@ and evaluate@ depend on this file alone: the spec names the checkpoint's path, and
+    # the weights' hash makes a retrained checkpoint at the same path rerun them. No protocol
+    # hash (selection.json carries it for the audit), so unrelated protocol edits rerun nothing.
+    weights = study.root / checkpoint if checkpoint else (study.root / build_plan(study_name)["plan"]["arms"][arm_name]["source"]
+                             if arm.kind == "base" else None)
     payload = {"version": 1, "study": study_name, "arm": arm_name, "kind": arm.kind, "seller": seller,
-               "protocol_hash": protocol_hash(study_name)}
+               "weights_sha256": folder_sha256(Path(weights)) if weights else None}
     _write_json(layout.seller(arm_name), payload)
     return payload

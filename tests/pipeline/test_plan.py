@@ -44,7 +44,8 @@ def test_runs_start_from_their_size_init_or_their_parent_run():
     names = list(runs)
     assert names.index("w16_shared_init") < names.index("w16_shared_cont")
     assert plan["arms"]["w16_base"]["source"] == "outputs/demo/init/w16"
-    assert plan["arms"]["ref_boulware"]["source"] == "protocol/demo/lock.yaml"
+    assert plan["arms"]["ref_boulware"]["source"] == "pipelines/plans/demo.yaml"
+    assert plan["arms"]["w16_lr3x"]["params_key"] == "arms.w16_lr3x"  # DVC tracks this entry alone
 
 
 def test_an_arm_added_in_the_registry_enters_the_plan_and_the_check_flags_the_stale_file(root):
