@@ -11,7 +11,8 @@ def evaluate(args):
 
 def main() -> None:
     p = parser(__doc__, "arm", "results", "metrics")
-    p.add_argument("--concurrency", type=int, required=True)
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="episodes in flight (default: $NEGO_EVAL_CONCURRENCY, else params.yaml evaluate.concurrency)")
     stage_main(p, evaluate)
 
 

@@ -77,7 +77,7 @@ class CellProgress:
             self.error_classes[row["error_class"]] = self.error_classes.get(row["error_class"], 0) + 1
 
 
-def _prompt_hash(*agents: Any) -> str:
+def prompt_hash_of(*agents: Any) -> str:
     """Hashes of the prompt templates the episode's prompted agents use ('' for scripted-only)."""
     return "|".join(sorted({h for a in agents if (h := getattr(a, "prompt_hash", None))}))
 
@@ -120,7 +120,7 @@ async def play_episode(key: Key, attempt: int, cell: CellSpec, seller: Any, buye
     scenario = make_scenario(load_domain(domain), seed, cell.dirichlet_alpha)
     game = Negotiation(scenario, env)
     extra = {"arm": cell.arm, "study": cell.study, "buyer": label, "attempt": attempt,
-             "prompt_hash": _prompt_hash(seller, buyer)}
+             "prompt_hash": prompt_hash_of(seller, buyer)}
     agents = {"seller": seller, "buyer": buyer}
     try:
         while not game.done:
@@ -144,18 +144,32 @@ class AgentPool:
     def __init__(self, factory: AgentFactory):
         self.factory = factory
         self.agents: dict[tuple[str, str], Any] = {}
+        """Every agent built, started or not."""
+        self.started: set[tuple[str, str]] = set()
+        """Agents that were started (played, or were ready to play) in this run."""
 
-    async def get(self, spec: str, role: str) -> Any:
+    def peek(self, spec: str, role: str) -> Any:
+        """The agent, built but not started (no server launched): for its settings and records."""
         key = (spec, role)
         if key not in self.agents:
-            agent = self.factory(spec, role)
-            if hasattr(agent, "astart"):
-                await agent.astart()
-            self.agents[key] = agent
+            self.agents[key] = self.factory(spec, role)
         return self.agents[key]
 
+    def used(self, spec: str, role: str) -> Any | None:
+        """The agent if it was started in this run, else None."""
+        return self.agents[(spec, role)] if (spec, role) in self.started else None
+
+    async def get(self, spec: str, role: str) -> Any:
+        agent = self.peek(spec, role)
+        if (spec, role) not in self.started:
+            if hasattr(agent, "astart"):
+                await agent.astart()
+            self.started.add((spec, role))
+        return agent
+
     async def aclose(self) -> None:
-        for agent in self.agents.values():
+        for key in self.started:
+            agent = self.agents[key]
             if hasattr(agent, "aclose"):
                 await agent.aclose()
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from negotiation.agents._llm_secrets import redact
 from negotiation.env import EnvConfig
 from negotiation.evaluation._cell import AgentFactory, AgentPool, CellSpec, run_cell
+from negotiation.evaluation._fingerprint import StoreFingerprint, adopt_fingerprint
 from negotiation.evaluation._store import ResultsStore, _safe
 
 Decision = Literal["pass", "fail", "override", "incomplete"]
@@ -124,10 +125,16 @@ def _write_result(path: Path, result: PilotResult) -> None:
 
 
 async def run_pilot(cell: CellSpec, rule: GateRule, root: Path, env: EnvConfig, agents: AgentPool | AgentFactory, *,
-                    concurrency: int, retry_errors: bool, deviation: int | None = None) -> dict[str, PilotResult]:
-    """Run (or resume) every buyer's pilot and record each decision; returns them by buyer label."""
+                    concurrency: int, retry_errors: bool, deviation: int | None = None,
+                    fingerprint: StoreFingerprint | None = None) -> dict[str, PilotResult]:
+    """Run (or resume) every buyer's pilot and record each decision; returns them by buyer label.
+
+    With a ``fingerprint``, pilot episodes stored under other inputs are moved aside first.
+    """
     pilot_cell = cell.model_copy(update={"seeds": rule.seeds})
     store = ResultsStore(Path(root) / "pilot")
+    if fingerprint is not None:
+        adopt_fingerprint(store.root, fingerprint)
     await run_cell(pilot_cell, store, env, agents, concurrency=concurrency, retry_errors=retry_errors)
     episodes, _ = store.frames()
     results: dict[str, PilotResult] = {}

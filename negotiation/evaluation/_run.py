@@ -22,7 +22,8 @@ from negotiation.agents._llm_sampling import SamplingRole
 from negotiation.agents._llm_secrets import redact_obj
 from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.evaluation._accounting import arm_accounting, write_accounting, write_json
-from negotiation.evaluation._cell import AgentFactory, AgentPool, CellProgress, CellSpec, run_cell
+from negotiation.evaluation._cell import AgentFactory, AgentPool, CellProgress, CellSpec, prompt_hash_of, run_cell
+from negotiation.evaluation._fingerprint import StoreFingerprint, adopt_fingerprint
 from negotiation.evaluation._pilot import GateRule, PilotResult, run_pilot
 from negotiation.evaluation._setup import agent_factory, arm_sampling_role, build_cell, env_config
 from negotiation.evaluation._records import pilot_record as pilot_record_of
@@ -77,7 +78,8 @@ class EvaluationResult:
 def _write_details(out: Path, pool: AgentPool) -> None:
     """``sampling_detail.json``: every agent's full sampling record (requested, sent, refused)."""
     records = {f"{role}:{spec}": {**a.record.model_dump(), "accepted": a.record.accepted}
-               for (spec, role), a in pool.agents.items() if getattr(a, "record", None) is not None}
+               for (spec, role), a in pool.agents.items()
+               if (spec, role) in pool.started and getattr(a, "record", None) is not None}
     if not records:
         return
     path = out / "sampling_detail.json"
@@ -87,19 +89,31 @@ def _write_details(out: Path, pool: AgentPool) -> None:
 
 def _write_sampling(out: Path, cell: CellSpec, pool: AgentPool, protocol_hash: str) -> None:
     """The audit's ``sampling.json`` from the agents this run used (kept when none ran)."""
-    seller = pool.agents.get((cell.seller, "seller"))
-    if seller is None and (out / "sampling.json").is_file():
+    if pool.used(cell.seller, "seller") is None and (out / "sampling.json").is_file():
         return
-    seller = seller or pool.factory(cell.seller, "seller")
-    buyers = {label: pool.agents.get((spec, "buyer")) or pool.factory(spec, "buyer")
-              for label, spec in cell.buyers.items()}
+    seller = pool.peek(cell.seller, "seller")
+    buyers = {label: pool.peek(spec, "buyer") for label, spec in cell.buyers.items()}
     write_redacted(sampling_record(cell.study, cell.arm, seller, buyers, protocol_hash), out / "sampling.json")
+
+
+def cell_fingerprint(cell: CellSpec, pool: AgentPool, protocol: Any, protocol_hash: str,
+                     seller_sampling: SamplingRole | None, seller_sha256: str | None) -> StoreFingerprint:
+    """The fingerprint of the episodes ``cell`` plays (agents are built, not started)."""
+    agents = {f"seller:{cell.seller}": pool.peek(cell.seller, "seller")}
+    agents.update({f"buyer:{spec}": pool.peek(spec, "buyer") for spec in cell.buyers.values()})
+    planned = {name: {"requested": a.record.requested, "sent": a.record.sent}
+               for name, a in sorted(agents.items()) if getattr(a, "record", None) is not None}
+    sampling = {"protocol": protocol.sampling.model_dump(mode="json"), "seller_role": seller_sampling,
+                "agents": planned}
+    return StoreFingerprint(seller=cell.seller, seller_sha256=seller_sha256, buyers=dict(cell.buyers),
+                            sampling=json.loads(json.dumps(sampling, default=str)), protocol_hash=protocol_hash,
+                            prompt_hash=prompt_hash_of(*agents.values()))
 
 
 async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, protocol_hash: str,
                         options: RunOptions = RunOptions(), seller_sampling: SamplingRole | None = None,
                         serve: ServeSettings | None = None, make_agent: AgentFactory | None = None,
-                        pilot_record: Path | None = None,
+                        pilot_record: Path | None = None, seller_sha256: str | None = None,
                         on_progress: Callable[[str, CellProgress], None] | None = None) -> EvaluationResult:
     """Pilot, run or resume, compact and account one cell into ``out``.
 
@@ -113,6 +127,8 @@ async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, proto
         serve: ``vllm serve`` settings for a ``vllm:`` seller (default: from its spec).
         make_agent: replaces the protocol-driven agent factory (tests).
         pilot_record: where the audit's pilot record goes (default ``<out>/pilot/<arm>.json``).
+        seller_sha256: hash of the seller's record (pipeline: ``select/<arm>/seller.json``), part of
+            the store's fingerprint: stored episodes of another seller are moved aside, not reused.
         on_progress: ``(phase, progress)`` after each stored episode; phase is ``pilot`` or ``cell``.
     """
     out = Path(out)
@@ -122,12 +138,14 @@ async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, proto
                                           seller_sampling=seller_sampling, serve=serve)
     with store.lock():
         async with AgentPool(factory) as pool:
+            fingerprint = cell_fingerprint(cell, pool, protocol, protocol_hash, seller_sampling, seller_sha256)
+            adopt_fingerprint(out, fingerprint)
             pilot: dict[str, PilotResult] = {}
             buyers = sorted(cell.buyers)
             if options.pilot:
                 pilot = await run_pilot(cell, GateRule.from_protocol(protocol), out, env, pool,
                                         concurrency=options.concurrency, retry_errors=options.retry_errors,
-                                        deviation=options.deviation)
+                                        deviation=options.deviation, fingerprint=fingerprint)
                 write_redacted(pilot_record_of(cell.study, cell.arm, pilot, protocol, protocol_hash),
                                pilot_record or out / "pilot" / f"{_safe(cell.arm)}.json")
                 buyers = [b for b in buyers if pilot[b].proceeds]
@@ -145,7 +163,7 @@ async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, proto
 
 
 async def evaluate_arm(protocol: Any, arm_name: str, arm: Any, seller: str, results_dir: Path | str, *,
-                       protocol_hash: str, options: RunOptions = RunOptions(),
+                       protocol_hash: str, options: RunOptions = RunOptions(), seller_sha256: str | None = None,
                        on_progress: Callable[[str, CellProgress], None] | None = None) -> EvaluationResult:
     """The DVC ``evaluate@<arm>`` stage: one arm of the matrix over the protocol's full cell.
 
@@ -165,4 +183,5 @@ async def evaluate_arm(protocol: Any, arm_name: str, arm: Any, seller: str, resu
     cell = build_cell(protocol, arm=arm_name, seller=seller)
     return await evaluate_cell(cell, layout.episodes(arm_name).parent, protocol, protocol_hash=protocol_hash,
                                options=options, seller_sampling=arm_sampling_role(arm), serve=serve,
-                               pilot_record=layout.pilot(arm_name), on_progress=on_progress)
+                               pilot_record=layout.pilot(arm_name), seller_sha256=seller_sha256,
+                               on_progress=on_progress)

@@ -16,7 +16,7 @@ _EXPORTS = {
     "_evaluate": ("GateClosedError", "arm_metrics", "run_evaluate_stage", "run_pilot_stage"),
     "_plan": ("all_arms", "build_plan", "plan_path", "render_plan", "write_plan"),
     "_scenarios": ("run_scenarios", "scenario_table"),
-    "_stage": ("parser", "stage_main", "tracking_uri_from_params", "write_json"),
+    "_stage": ("RUNTIME_KNOBS", "parser", "runtime_knob", "stage_main", "tracking_uri_from_params", "write_json"),
     "_track": ("run_track",),
     "_train": ("MissingBackendError", "run_init", "run_select", "run_train"),
 }

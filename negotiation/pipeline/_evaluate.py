@@ -10,17 +10,20 @@ recorded) into ``evaluate/<arm>/`` and logs one MLflow evaluation run for the ar
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 from pathlib import Path
 from typing import Any
 
 from negotiation.errors import NegotiationError
-from negotiation.evaluation import GateRule, RunOptions, agent_factory, build_cell, evaluate_cell, run_pilot
+from negotiation.evaluation import (AgentPool, GateRule, ResultsStore, RunOptions, agent_factory, build_cell,
+                                    cell_fingerprint, evaluate_cell, run_pilot)
 from negotiation.evaluation._records import pilot_record, write_redacted
 from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.evaluation._setup import arm_sampling_role, env_config
 from negotiation.pipeline._plan import all_arms
+from negotiation.pipeline._stage import runtime_knob
 from negotiation.protocol import Study, load_study, protocol_hash
 from negotiation.registry import PilotRecord, ResultsLayout, load_registry
 from negotiation.tracking import MlflowTracker, flatten, git_commit
@@ -32,6 +35,11 @@ class GateClosedError(NegotiationError):
 
 def _seller(layout: ResultsLayout, arm: str) -> str:
     return json.loads(layout.seller(arm).read_text(encoding="utf-8"))["seller"]
+
+
+def _seller_sha256(layout: ResultsLayout, arm: str) -> str:
+    """SHA-256 of ``select/<arm>/seller.json`` (spec and weights' hash): part of the store's fingerprint."""
+    return hashlib.sha256(layout.seller(arm).read_bytes()).hexdigest()
 
 
 def _torch_single_thread() -> None:
@@ -50,19 +58,34 @@ def _agent_settings(study: Study, arm_name: str, seller: str) -> dict[str, Any]:
     return {"seller_sampling": arm_sampling_role(arm), "serve": serve}
 
 
-def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int) -> PilotRecord:
+def _concurrency(given: int | None) -> int:
+    """Episodes in flight: the argument, else the run-time knob (not a DVC param: it changes
+    how fast a cell runs, never its results)."""
+    return given if given is not None else runtime_knob("evaluate.concurrency", RunOptions().concurrency)
+
+
+def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int | None = None) -> PilotRecord:
     """Run the pilot gate of ``arm`` against every evaluation buyer; write ``pilot/<arm>.json``."""
     _torch_single_thread()
+    concurrency = _concurrency(concurrency)
     study = load_study(study_name)
     layout = ResultsLayout(Path(results_dir))
     seller = _seller(layout, arm)
     cell = build_cell(study.protocol, arm=arm, seller=seller)
     digest = protocol_hash(study_name)
-    factory = agent_factory(study.protocol, retry=RunOptions().retry, max_concurrency=concurrency,
-                            **_agent_settings(study, arm, seller))
-    results = asyncio.run(run_pilot(cell, GateRule.from_protocol(study.protocol), layout.dir / "pilot" / arm,
-                                    env_config(study.protocol), factory, concurrency=concurrency,
-                                    retry_errors=True))
+    settings = _agent_settings(study, arm, seller)
+    factory = agent_factory(study.protocol, retry=RunOptions().retry, max_concurrency=concurrency, **settings)
+    root = layout.dir / "pilot" / arm
+
+    async def pilot() -> dict[str, Any]:
+        async with AgentPool(factory) as pool:
+            fingerprint = cell_fingerprint(cell, pool, study.protocol, digest, settings["seller_sampling"],
+                                           _seller_sha256(layout, arm))
+            return await run_pilot(cell, GateRule.from_protocol(study.protocol), root, env_config(study.protocol),
+                                   pool, concurrency=concurrency, retry_errors=True, fingerprint=fingerprint)
+
+    with ResultsStore(root / "pilot").lock():
+        results = asyncio.run(pilot())
     record = pilot_record(study_name, arm, results, study.protocol, digest)
     write_redacted(record, layout.pilot(arm))
     return record
@@ -87,10 +110,11 @@ def _check_gate(study_name: str, arm: str, layout: ResultsLayout) -> tuple[list[
     return sorted(b.buyer for b in record.cells), sorted({i for ids in overrides.values() for i in ids})
 
 
-def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int,
+def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int | None = None,
                        retry_errors: bool = True) -> dict[str, Any]:
     """Evaluate ``arm`` on every cell into ``evaluate/<arm>/`` (``track`` logs it to MLflow)."""
     _torch_single_thread()
+    concurrency = _concurrency(concurrency)
     study = load_study(study_name)
     layout = ResultsLayout(Path(results_dir))
     _, override_ids = _check_gate(study_name, arm, layout)
@@ -100,7 +124,8 @@ def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurre
                          deviation=override_ids[0] if override_ids else None)
     out = layout.dir / "evaluate" / arm
     result = asyncio.run(evaluate_cell(cell, out, study.protocol, protocol_hash=protocol_hash(study_name),
-                                       options=options, **_agent_settings(study, arm, seller)))
+                                       options=options, seller_sha256=_seller_sha256(layout, arm),
+                                       **_agent_settings(study, arm, seller)))
     metrics = arm_metrics(study.protocol, result.episodes)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return metrics

@@ -11,21 +11,42 @@ from typing import Any, Callable
 
 import yaml
 
-from negotiation.errors import NegotiationError
+from negotiation.errors import ConfigError, NegotiationError
 from negotiation.tracking import DEFAULT_TRACKING_URI
 
 PARAMS_FILE = Path("params.yaml")
 
 
+RUNTIME_KNOBS = {"evaluate.concurrency": "NEGO_EVAL_CONCURRENCY", "tracking.uri": "MLFLOW_TRACKING_URI"}
+"""Run-time knobs: ``params.yaml`` key -> environment variable that overrides it. They change how
+a stage runs, never what it produces, so they are read when the stage runs and are NOT DVC stage
+params (``dvc exp run -S evaluate.concurrency=32`` or moving the MLflow store reruns nothing)."""
+
+
+def runtime_knob(key: str, default: Any, params_file: Path = PARAMS_FILE) -> Any:
+    """The value of run-time knob ``key`` (see ``RUNTIME_KNOBS``): its environment variable,
+    else ``params.yaml``, else ``default``; converted to ``type(default)``."""
+    env = RUNTIME_KNOBS[key]
+    raw, where = os.environ.get(env), f"${env}"
+    if raw in (None, "") and params_file.exists():
+        node: Any = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        raw, where = node, f"{params_file}:{key}"
+    if raw in (None, ""):
+        return default
+    try:
+        value = type(default)(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: expected {type(default).__name__}, got {raw!r}") from None
+    if isinstance(value, int) and value <= 0:
+        raise ConfigError(f"{where}: expected a positive integer, got {raw!r}")
+    return value
+
+
 def tracking_uri_from_params(params_file: Path = PARAMS_FILE) -> str:
-    """``tracking.uri`` of params.yaml (read at run time, not a DVC param: moving the store
-    must not retrain anything), else the embedded default."""
-    if params_file.exists():
-        params = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
-        uri = (params.get("tracking") or {}).get("uri")
-        if uri:
-            return str(uri)
-    return DEFAULT_TRACKING_URI
+    """``tracking.uri`` (environment, else params.yaml, else the embedded default)."""
+    return runtime_knob("tracking.uri", DEFAULT_TRACKING_URI, params_file)
 
 
 def parser(description: str, *names: str) -> argparse.ArgumentParser:

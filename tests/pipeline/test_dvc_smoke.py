@@ -4,37 +4,14 @@ results layout end to end (reduced: a scripted reference arm needs no training),
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from negotiation.protocol import default_root
+from dvc_checkout import checkout_copy as _checkout_copy
+from dvc_checkout import dvc as _dvc
 
 pytestmark = pytest.mark.slow
-ROOT = default_root()
-
-
-def _checkout_copy(dest: Path) -> None:
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           check=True, capture_output=True).stdout.decode().split("\0")
-    for name in filter(None, files):
-        src = ROOT / name
-        if src.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
-    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
-
-
-def _dvc(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-           "MLFLOW_TRACKING_URI": f"sqlite:///{cwd / 'mlflow.db'}", "PYTHONPATH": str(cwd)}
-    return subprocess.run([sys.executable, "-m", "dvc", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
 
 
 def test_one_reference_arm_reproduces_and_then_is_a_no_op(tmp_path):
@@ -53,3 +30,8 @@ def test_one_reference_arm_reproduces_and_then_is_a_no_op(tmp_path):
         set(map(tuple, scenarios[["domain", "seed", "buyer"]].values))
     second = _dvc(["repro", "evaluate@ref_boulware"], tmp_path)
     assert second.returncode == 0 and "Running stage" not in second.stdout, second.stdout[-2000:]
+    # A run-time knob changes how a stage runs, not its results: no stage goes stale.
+    params = tmp_path / "params.yaml"
+    params.write_text(params.read_text().replace("concurrency: 16", "concurrency: 32"))
+    status = _dvc(["status", "evaluate@ref_boulware"], tmp_path)
+    assert status.returncode == 0 and "up to date" in status.stdout, status.stdout[-2000:]

@@ -1,0 +1,124 @@
+"""What a results store's episodes were produced with, and moving aside a store produced otherwise.
+
+A store (``shards/`` and its compacted tables) holds the episodes of ONE fingerprint: the seller
+(its spec and, in the pipeline, the SHA-256 of ``select/<arm>/seller.json``, which carries the
+weights' hash), the buyers' specs, the sampling settings, the protocol hash and the prompt
+templates' hashes. ``fingerprint.json`` beside the shards records it. Resuming a store that was
+produced under another fingerprint would silently mix two experiments in one table, and deleting
+it would throw away paid episodes, so such a store is moved aside, whole, to
+``superseded/<old digest>-<UTC time>/`` (a store written before fingerprints existed is moved
+aside the same way) and the run starts an empty store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from negotiation.errors import ConfigError
+
+FINGERPRINT_FILE = "fingerprint.json"
+SUPERSEDED_DIR = "superseded"
+STORE_ENTRIES = ("shards", "episodes.parquet", "turns.parquet", FINGERPRINT_FILE)
+"""What moves aside together: the shards, their compacted tables and the fingerprint."""
+
+log = logging.getLogger(__name__)
+
+
+class StoreFingerprint(BaseModel):
+    """The inputs that decide a store's episodes (not its seeds or domains: those are in the keys)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    version: Literal[1] = 1
+    """Fingerprint format version."""
+    seller: str
+    """Seller agent spec."""
+    seller_sha256: str | None = None
+    """SHA-256 of the seller record (``select/<arm>/seller.json``: spec and weights' hash); null ad hoc."""
+    buyers: dict[str, str]
+    """Buyer label -> agent spec."""
+    sampling: dict[str, Any]
+    """Sampling: the protocol's settings per role and what each prompted agent plans to send."""
+    protocol_hash: str
+    """Hash of the frozen protocol the episodes are played under."""
+    prompt_hash: str
+    """Prompt template hashes of the prompted agents ('' for scripted-only cells)."""
+
+    @property
+    def digest(self) -> str:
+        """First 16 hex digits of the SHA-256 of the canonical JSON."""
+        return _digest_of(self.model_dump(mode="json"))
+
+
+def _differences(old: dict[str, Any], new: StoreFingerprint) -> list[str]:
+    fresh = new.model_dump(mode="json")
+    return sorted(k for k in set(old) | set(fresh) if old.get(k) != fresh.get(k))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}:<file>: unreadable store fingerprint ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}:<file>: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _write(path: Path, fingerprint: StoreFingerprint) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    payload = {**fingerprint.model_dump(mode="json"), "digest": fingerprint.digest}
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def move_aside(root: Path, label: str) -> Path | None:
+    """Move the store's entries under ``root`` to ``superseded/<label>-<UTC time>/``; None if empty."""
+    present = [root / name for name in STORE_ENTRIES if (root / name).exists()]
+    if not present:
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = root / SUPERSEDED_DIR / f"{label}-{stamp}"
+    suffix = 1
+    while target.exists():
+        target, suffix = root / SUPERSEDED_DIR / f"{label}-{stamp}-{suffix}", suffix + 1
+    target.mkdir(parents=True)
+    for entry in present:
+        os.replace(entry, target / entry.name)
+    return target
+
+
+def adopt_fingerprint(root: Path, fingerprint: StoreFingerprint) -> Path | None:
+    """Make the store under ``root`` one of ``fingerprint``: keep it when it matches, else move it
+    aside (never delete, never reuse). Returns where a superseded store went, or None."""
+    root = Path(root)
+    path = root / FINGERPRINT_FILE
+    moved = None
+    if path.exists():
+        old = _read(path)
+        old.pop("digest", None)
+        if old == fingerprint.model_dump(mode="json"):
+            return None
+        moved = move_aside(root, str(_digest_of(old)))
+        reason = f"its fingerprint differs in {', '.join(_differences(old, fingerprint))}"
+    elif (root / "shards").exists():
+        moved = move_aside(root, "unfingerprinted")
+        reason = "it has no fingerprint.json (written by an older version)"
+    if moved is not None:
+        log.warning("results store %s was produced with other inputs (%s): moved it to %s; "
+                    "its episodes are kept there and are not reused", root, reason, moved)
+    root.mkdir(parents=True, exist_ok=True)
+    _write(path, fingerprint)
+    return moved
+
+
+def _digest_of(data: dict[str, Any]) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

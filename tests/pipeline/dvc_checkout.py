@@ -1,0 +1,36 @@
+"""A throwaway copy of this checkout (tracked and untracked, not ignored, files) to run DVC in."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from negotiation.protocol import default_root
+
+ROOT = default_root()
+
+
+def checkout_copy(dest: Path) -> Path:
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           check=True, capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
+    return dest
+
+
+def stage_env(cwd: Path, **extra: str) -> dict[str, str]:
+    """The environment stage commands run in: this interpreter first on PATH, the copy's package."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+            "MLFLOW_TRACKING_URI": f"sqlite:///{cwd / 'mlflow.db'}", "PYTHONPATH": str(cwd), **extra}
+
+
+def dvc(args: list[str], cwd: Path, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dvc", *args], cwd=cwd, env=stage_env(cwd, **extra),
+                          capture_output=True, text=True, timeout=600)
