@@ -20,6 +20,7 @@ import torch
 
 STD_EPS = 1e-6  # added to the group std before dividing, as NeMo-RL does
 ZERO_STD = 1e-9  # a deviation below this is rounding of identical rewards, not spread
+MAX_GRAD_NORM = 1.0  # global gradient-norm clip: NeMo-RL's policy.max_grad_norm (the protocol states none)
 
 
 def loo_advantages(rewards: np.ndarray) -> np.ndarray:

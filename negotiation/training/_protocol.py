@@ -19,6 +19,7 @@ from negotiation.agents._policy_net import PolicyArch
 from negotiation.env import EnvConfig
 from negotiation.errors import ConfigError
 from negotiation.training._checkpoint import checkpoint_steps
+from negotiation.training._grpo import MAX_GRAD_NORM
 from negotiation.training._config import ArmTraining, BuyerShare, GrpoRecipe, TrainConfig, TrainData
 
 VALIDATION_SHARE = 10
@@ -48,7 +49,7 @@ def _recipe(protocol, where: str) -> GrpoRecipe:
                       lr=t.learning_rate, lr_floor=t.lr_floor, warmup_steps=t.warmup_steps,
                       clip_low=t.clip.low, clip_high=t.clip.high, kl_coef=t.kl.coefficient,
                       adam_betas=tuple(t.optimizer.betas), weight_decay=t.optimizer.weight_decay,
-                      max_grad_norm=1.0, val_period=t.validation_every,
+                      max_grad_norm=MAX_GRAD_NORM, val_period=t.validation_every,
                       checkpoint_period=t.checkpoint_every)
 
 

@@ -16,7 +16,9 @@ from negotiation.training.nemo._dataset import (
 from negotiation.training.nemo._export import CheckpointLayoutError, checkpoint_format, export_hf
 from negotiation.training.nemo._launch import RUN_RECORD, launch_training, read_train_config
 from negotiation.training.nemo._plan import RunPaths, RunPlan, plan_run, resolve_tracking_uri
-from negotiation.training.nemo._state import ENV_NAME, TASK_NAME, EpisodeState, NemoEnvSettings, env_settings
+from negotiation.training.nemo._state import (
+    ENV_NAME, TASK_NAME, EpisodeState, NemoEnvSettings, env_settings, protocol_env_settings, replay,
+)
 from negotiation.training.nemo._step import NegotiationStepLogic, StepOutcome, return_metrics
 from negotiation.training.nemo._turn_tags import (
     TurnTagError, TurnTags, check_round_trip, derive_turn_tags, template_kwargs,
@@ -27,7 +29,7 @@ __all__ = [
     "EpisodeState", "NegotiationStepLogic", "NemoEnvSettings", "RunPaths", "RunPlan", "StepOutcome",
     "TurnTagError", "TurnTags", "backend_problems", "build_datums",
     "check_round_trip", "checkpoint_format", "default_runs_dir", "derive_turn_tags", "env_settings",
-    "environment_actor_class", "environment_class", "export_hf", "grpo_config", "launch_training", "load_prompt_builder",
+    "environment_actor_class", "environment_class", "protocol_env_settings", "replay", "export_hf", "grpo_config", "launch_training", "load_prompt_builder",
     "lr_schedule", "plan_run", "read_train_config", "require_backend", "resolve_tracking_uri",
     "return_metrics", "stop_token_ids", "template_kwargs", "to_environment_return", "train_config",
     "training_scenarios", "validation_scenarios", "write_train_config",

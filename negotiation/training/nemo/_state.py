@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from negotiation.env import Domain, EnvConfig, Negotiation, Scenario, load_domain, make_scenario
 from negotiation.training.nemo._turn_tags import TurnTags
 
-__all__ = ["ENV_NAME", "TASK_NAME", "EpisodeState", "NemoEnvSettings", "env_settings", "replay"]
+__all__ = ["ENV_NAME", "TASK_NAME", "EpisodeState", "NemoEnvSettings", "env_settings", "protocol_env_settings",
+           "replay"]
 
 ENV_NAME = "negotiation"
 """Key of the environment under ``env:`` in the GRPO YAML."""
@@ -89,11 +90,16 @@ class NemoEnvSettings(_Record):
 def env_settings(study: str, root: Path | None = None, tags: TurnTags | None = None) -> NemoEnvSettings:
     """Settings for ``study``'s training phase, read from its protocol (never retyped)."""
     from negotiation.protocol import load_study
+
+    return protocol_env_settings(load_study(study, root).protocol, tags)
+
+
+def protocol_env_settings(protocol, tags: TurnTags | None = None) -> NemoEnvSettings:
+    """Settings for the training phase of a loaded ``negotiation.protocol.Protocol``."""
     from negotiation.training import training_env  # the demo trainer's protocol -> EnvConfig map
 
-    protocol = load_study(study, root).protocol
     config, environment = training_env(protocol), protocol.environment
-    return NemoEnvSettings(study=study, max_rounds=config.max_rounds,
+    return NemoEnvSettings(study=protocol.study, max_rounds=config.max_rounds,
                            no_deal_penalty=config.no_deal_penalty, g_fmt=config.g_fmt,
                            g_len=config.g_len, t_soft=config.t_soft,
                            accept_applies_terms=config.accept_applies_terms,

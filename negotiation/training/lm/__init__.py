@@ -1,0 +1,21 @@
+"""Token-level multi-turn GRPO for causal-LM sellers (the ``token`` training backend).
+
+The paper's recipe (§3, Appendix H) on one machine, without NeMo-RL: rollouts through the same
+environment step, datums and turn tags as the NeMo-RL adapter (``negotiation.training.nemo``),
+the demo trainer's estimator pieces (``loo_advantages``, ``clipped_surrogate``, ``k3_kl``,
+``lr_at``), checkpoints as Hugging Face ``step_N/`` folders with ``training_info.json``. transformers
+is imported when a model is loaded. See docs/training.md.
+"""
+
+from negotiation.training.lm._config import LmArm, LmRuntime, LmTrainConfig
+from negotiation.training.lm._loss import TokenBatch, grpo_token_step, micro_batches, token_logprobs_entropy
+from negotiation.training.lm._rollout import Generate, TokenEpisodes, play_token_episodes
+from negotiation.training.lm._seller import GeneratorFactory, HfSeller, default_generator, load_seller
+from negotiation.training.lm._trainer import CURVES_FILE, TIMING_FILE, VALIDATION_FILE, LmTrainSummary, train_lm_arm
+
+__all__ = [
+    "CURVES_FILE", "TIMING_FILE", "VALIDATION_FILE", "Generate", "GeneratorFactory", "HfSeller", "LmArm",
+    "LmRuntime", "LmTrainConfig", "LmTrainSummary", "TokenBatch", "TokenEpisodes", "default_generator",
+    "grpo_token_step", "load_seller", "micro_batches", "play_token_episodes", "token_logprobs_entropy",
+    "train_lm_arm",
+]

@@ -1,0 +1,99 @@
+"""Typed inputs of the token-level trainer: the frozen protocol, one arm, and the machine.
+
+The recipe is the protocol's own typed model (``negotiation.protocol.Protocol.training``), read
+as is; nothing here restates a recipe number. ``LmArm`` says which run is trained from which
+weights; ``LmRuntime`` holds the machine knobs that never enter the objective (device, precision,
+gradient checkpointing, micro-batch token budget, CPU threads).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from negotiation.protocol import Protocol
+
+__all__ = ["LmArm", "LmRuntime", "LmTrainConfig"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class LmArm(_Strict):
+    """One training run of a language-model seller."""
+
+    version: int = 1
+    """Version of this record."""
+    study: str = Field(min_length=1)
+    """Study name (the MLflow experiment)."""
+    arm: str = Field(min_length=1)
+    """Run name, unique in the study (the MLflow run name)."""
+    size: str = Field(min_length=1)
+    """Size key in the protocol's ``sizes``."""
+    base: Path
+    """Hugging Face folder of the size's base checkpoint (weights, tokenizer, chat template)."""
+    lr_multiple: float = Field(gt=0)
+    """Multiple of the shared learning rate (peak and floor)."""
+    steps: int = Field(ge=1)
+    """Optimizer steps of this run (a continuation counts only its own)."""
+    seed: int = Field(ge=0)
+    """Training seed: data order, rollout sample seeds, torch's global stream."""
+    parent: Path | None = None
+    """``step_N/`` folder to continue from (fresh schedule, KL to the chain's base)."""
+    parent_arm: str | None = None
+    """Run whose checkpoint ``parent`` is (tagged on the MLflow run)."""
+
+
+class LmRuntime(_Strict):
+    """Machine settings; none of them enters the objective, the data or the optimizer."""
+
+    version: int = 1
+    """Version of this record."""
+    device: str = "cpu"
+    """Torch device of the policy and the reference (``cpu``, ``cuda``, ``cuda:1``)."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """Weights, activations and AdamW moments (the paper: bf16 moments and master weights)."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass (memory for time)."""
+    micro_batch_tokens: int = Field(default=16384, gt=0)
+    """Padded tokens per forward/backward micro-batch (gradients accumulate over the step)."""
+    threads: int = Field(default=1, gt=0)
+    """torch CPU threads while training (restored afterwards)."""
+
+
+class LmTrainConfig(_Strict):
+    """Everything one ``train_lm_arm`` call needs."""
+
+    version: int = 1
+    """Version of this record."""
+    protocol: Protocol
+    """The study's frozen protocol: recipe (``training``), data, environment, sampling."""
+    arm: LmArm
+    """The run being trained."""
+    runtime: LmRuntime = LmRuntime()
+    """Machine settings."""
+    protocol_hash: str = ""
+    """Hash of the frozen protocol (tagged on the MLflow run)."""
+
+    @model_validator(mode="after")
+    def _token_recipe(self) -> LmTrainConfig:
+        where = f"protocol/{self.protocol.study}/protocol.yaml:training"
+        t = self.protocol.training
+        if t.sequences is None:
+            raise ValueError(f"{where}.sequences: a language-model run needs token caps, got null")
+        if t.group_size < 3:
+            raise ValueError(f"{where}.group_size: the leave-one-out std needs >= 3, got {t.group_size}")
+        need = {"baseline": "leave_one_out", "normalize_rewards": True, "loss_level": "token",
+                "continuation_schedule": "restart", "reward_plumbing": "front_loaded_floor"}
+        for key, value in need.items():
+            if getattr(t, key) != value:
+                raise ValueError(f"{where}.{key}: the token trainer implements {value!r}, got {getattr(t, key)!r}")
+        if t.kl.estimator != "k3" or t.kl.applied_to != "loss":
+            raise ValueError(f"{where}.kl: the token trainer implements k3 in the loss, got "
+                             f"{t.kl.estimator!r} in the {t.kl.applied_to!r}")
+        if self.arm.size not in self.protocol.sizes:
+            raise ValueError(f"{where}: arm size {self.arm.size!r} is not one of sizes {sorted(self.protocol.sizes)}")
+        return self

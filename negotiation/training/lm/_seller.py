@@ -1,0 +1,97 @@
+"""The trained seller: a Hugging Face causal LM, its tokenizer, turn tags and batched sampler.
+
+transformers is imported on first use. A ``step_N/`` checkpoint is ``save_pretrained`` output
+(``config.json``, ``model.safetensors``, ``generation_config.json``, tokenizer files with the chat
+template), so ``hf:<dir>`` and ``vllm:<dir>`` load it as they load a base.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from negotiation.agents._llm_sampling import Sampling
+from negotiation.errors import ConfigError
+from negotiation.training.lm._config import LmTrainConfig
+from negotiation.training.lm._rollout import Generate
+from negotiation.training.nemo import NemoEnvSettings, derive_turn_tags, protocol_env_settings, stop_token_ids
+from negotiation.training.nemo import template_kwargs
+
+__all__ = ["GeneratorFactory", "HfSeller", "default_generator", "load_seller"]
+
+GeneratorFactory = Callable[..., Generate]
+"""``factory(model, tokenizer, *, sampling, stop_ids) -> Generate``."""
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+@dataclass
+class HfSeller:
+    """A loaded causal LM seller."""
+
+    model: Any
+    tokenizer: Any
+    stop_ids: list[int]
+    """End-of-turn id, then EOS when it differs: a turn ends on either."""
+    pad_id: int
+    """Id used to pad micro-batches (masked out of attention and loss)."""
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    def save(self, folder: Path) -> None:
+        """Write the weights, generation config and tokenizer in Hugging Face format."""
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+
+
+def _transformers() -> Any:
+    try:
+        import transformers
+    except ImportError as exc:
+        raise ConfigError(f"training.backend token: needs transformers (`pip install -e .[llm]`): {exc}") from exc
+    return transformers
+
+
+def _load_model(folder: Path, cfg: LmTrainConfig, reference: bool) -> Any:
+    transformers, rt = _transformers(), cfg.runtime
+    if not (Path(folder) / "config.json").is_file():
+        raise ConfigError(f"{folder}/config.json: not a Hugging Face checkpoint folder (arm {cfg.arm.arm!r})")
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=_DTYPES[rt.dtype]).to(rt.device)
+    if reference:
+        model.requires_grad_(False)
+        model.eval()
+    elif rt.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.config.use_cache = False
+    return model
+
+
+def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | None, *,
+                reference: bool = False) -> tuple[HfSeller, NemoEnvSettings, Generate | None]:
+    """Load ``folder``; derive the turn tags from its tokenizer (checked by a round trip) and the
+    environment settings; build the sampler unless ``reference``."""
+    tokenizer = _transformers().AutoTokenizer.from_pretrained(folder)
+    sampling_settings = cfg.protocol.sampling.self_served_seller
+    tags = derive_turn_tags(tokenizer, template_kwargs(sampling_settings.thinking))
+    stops = stop_token_ids(tags, tokenizer.eos_token_id)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
+    seller = HfSeller(_load_model(folder, cfg, reference), tokenizer, stops, int(pad))
+    settings = protocol_env_settings(cfg.protocol, tags).model_copy(update={"seller_label": f"token:{cfg.arm.arm}"})
+    if reference:
+        return seller, settings, None
+    seq = cfg.protocol.training.sequences
+    assert seq is not None
+    sampling = Sampling.from_protocol(sampling_settings, max_tokens=seq.new_tokens_per_turn)
+    generate = (factory or default_generator)(seller.model, tokenizer, sampling=sampling, stop_ids=stops)
+    return seller, settings, generate
+
+
+def default_generator(model: Any, tokenizer: Any, *, sampling: Sampling, stop_ids: Sequence[int]) -> Generate:
+    """The batched KV-cache sampler of ``negotiation.lm`` (one forward per decode step)."""
+    raise ConfigError("negotiation.lm: the batched generator is not available in this checkout")
