@@ -17,7 +17,8 @@ from negotiation.tracking import DEFAULT_TRACKING_URI
 PARAMS_FILE = Path("params.yaml")
 
 
-RUNTIME_KNOBS = {"evaluate.concurrency": "NEGO_EVAL_CONCURRENCY", "tracking.uri": "MLFLOW_TRACKING_URI"}
+RUNTIME_KNOBS = {"evaluate.concurrency": "NEGO_EVAL_CONCURRENCY", "tracking.uri": "MLFLOW_TRACKING_URI",
+                 "training.micro_batch_tokens": "NEGO_TRAIN_MICRO_BATCH_TOKENS"}
 """Run-time knobs: ``params.yaml`` key -> environment variable that overrides it. They change how
 a stage runs, never what it produces, so they are read when the stage runs and are NOT DVC stage
 params (``dvc exp run -S evaluate.concurrency=32`` or moving the MLflow store reruns nothing)."""

@@ -1,7 +1,9 @@
 """Stage functions before evaluation: ``init@size``, ``train@run`` and ``select@arm``.
 
-Policy sizes (the demo) train here on the CPU; LLM sizes (the paper) go through the NeMo-RL
-backend, which stops with a message naming what is missing when it cannot run.
+Policy sizes (the demo) train here on the CPU. Language-model sizes train with the token-level
+trainer (``negotiation.training.lm``): the ``lm`` ladder always, the paper's LLM sizes when
+``params.yaml: training.backend`` is ``token``; otherwise (``nemo``, the default) they go through
+the NeMo-RL backend, which stops with a message naming what is missing when it cannot run.
 """
 
 from __future__ import annotations
@@ -12,12 +14,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from negotiation.errors import NegotiationError
+import yaml
+
+from negotiation.errors import ConfigError, NegotiationError
 from negotiation.pipeline._plan import all_arms, build_plan
+from negotiation.pipeline._stage import PARAMS_FILE, runtime_knob
 from negotiation.protocol import Study, fill_seller, load_study, protocol_hash
 from negotiation.registry import ResultsLayout, select_checkpoint, write_record
 
 MODELS_ENV = "NEGO_MODELS_DIR"
+BACKENDS = ("nemo", "token")
+"""``params.yaml: training.backend`` values for the paper's LLM sizes."""
 
 
 class MissingBackendError(NegotiationError):
@@ -48,12 +55,26 @@ def run_init(study_name: str, size: str, out_dir: Path) -> Path:
     return _write_json(out_dir / "source.json", {"size": size, "checkpoint": str(local.resolve())})
 
 
+def training_backend(params_file: Path = PARAMS_FILE) -> str:
+    """``training.backend`` of ``params.yaml`` (``nemo`` when unset); a stage param, since the
+    backend decides what a training stage produces."""
+    raw = yaml.safe_load(params_file.read_text(encoding="utf-8")) if params_file.exists() else None
+    value = ((raw or {}).get("training") or {}).get("backend", "nemo")
+    if value not in BACKENDS:
+        raise ConfigError(f"{params_file}:training.backend: expected one of {list(BACKENDS)}, got {value!r}")
+    return value
+
+
 def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -> dict[str, Any]:
-    """Train one run: the demo trainer for policy sizes, NeMo-RL for LLM sizes."""
+    """Train one run: the demo trainer for policy sizes, the token trainer for the ``lm`` ladder
+    and (``training.backend: token``) the paper's sizes, else NeMo-RL."""
     study = load_study(study_name)
     plan = build_plan(study_name)["plan"]
     info = plan["runs"][run]
-    if study.protocol.sizes[info["size"]].kind != "policy":
+    kind = study.protocol.sizes[info["size"]].kind
+    if kind == "lm" or (kind == "llm" and training_backend() == "token"):
+        return _train_tokens(study, run, info, Path(out_dir), plan["out"], track)
+    if kind != "policy":
         return _train_with_nemo(study_name, run)
     from negotiation.training import final_checkpoint, train_arm, train_config_for, training_env
 
@@ -61,6 +82,40 @@ def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -
     cfg = train_config_for(study, run, parent=parent, protocol_hash=protocol_hash(study_name))
     summary = train_arm(cfg, training_env(study.protocol), out_dir, track=track)
     return summary.model_dump(mode="json") if hasattr(summary, "model_dump") else dict(vars(summary))
+
+
+def _base_folder(study: Study, size: str, out: str) -> Path:
+    """The Hugging Face folder of a size's base: the ladder's init folder itself, or the local
+    checkpoint a paper size's ``init@`` recorded in ``source.json``."""
+    folder = study.root / out / "init" / size
+    source = folder / "source.json"
+    if source.is_file():
+        return Path(json.loads(source.read_text(encoding="utf-8"))["checkpoint"])
+    return folder
+
+
+def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, out: str,
+                  track: bool) -> dict[str, Any]:
+    """One run with the token-level trainer: on CUDA when present (bf16 per the protocol's
+    optimizer precision, gradient checkpointing), else on the CPU."""
+    import torch
+
+    from negotiation.training import final_checkpoint
+    from negotiation.training.lm import LmRuntime, lm_train_config_for, train_lm_arm
+
+    owner = all_arms(study)[info["params_key"].split(".", 1)[1]]
+    parent = final_checkpoint(study.root / info["start"]) if info["parent"] else None
+    cuda = torch.cuda.is_available()
+    precision = study.protocol.training.optimizer.precision
+    runtime = LmRuntime(device="cuda" if cuda else "cpu", dtype="bfloat16" if precision == "bf16" else "float32",
+                        gradient_checkpointing=cuda,
+                        micro_batch_tokens=runtime_knob("training.micro_batch_tokens", 16384),
+                        threads=torch.get_num_threads())
+    cfg = lm_train_config_for(study, run, owner, base=_base_folder(study, info["size"], out), parent=parent,
+                              runtime=runtime, protocol_hash=protocol_hash(study.name))
+    summary = train_lm_arm(cfg, out_dir, track=track)
+    return {"run": run, "backend": "token", "checkpoints": summary.checkpoints, "val_scores": summary.val_scores,
+            "seconds": summary.seconds, "mlflow_run_id": summary.mlflow_run_id}
 
 
 def _train_with_nemo(study_name: str, run: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ episode's summed return is Eq. 1 and an episode cut short keeps ``-λ``.
 One generation call per seller turn covers every running episode (all episodes are at the same
 turn: the seller opens and the parties alternate). A turn that hits the token cap without its
 end-of-turn token gets that token appended untrained, so the context the policy sees next is
-the template's; a sequence that outgrows the context cap is cut there (truncated, floor kept).
+the template's; an episode whose next turn would not fit the context cap is stopped by the
+driver (truncated: the floor ``-λ`` is its return).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class TokenEpisodes:
 
 def play_token_episodes(states: Sequence[EpisodeState], sample_seeds: Sequence[int], *, tokenizer: Any,
                         generate: Generate, settings: NemoEnvSettings, prompt_tokens: int,
-                        context_tokens: int, rollout_turns: int, stop_ids: Sequence[int],
+                        context_tokens: int, new_tokens: int, rollout_turns: int, stop_ids: Sequence[int],
                         logic: NegotiationStepLogic) -> TokenEpisodes:
     """Play every state to the end; seller turn ``k`` of episode ``i`` samples with
     ``turn_seed(sample_seeds[i], k, "seller")``."""
@@ -85,6 +86,8 @@ def play_token_episodes(states: Sequence[EpisodeState], sample_seeds: Sequence[i
     gen_tokens, finished = np.zeros(n, dtype=np.int64), [False] * n
     eot, stops = settings.turn_tags.end_of_turn_id, {int(s) for s in stop_ids}
     for turn in range(rollout_turns):
+        for i in range(n):  # the next turn would not fit the context: the driver stops the episode
+            truncated[i] = truncated[i] or (not finished[i] and len(ids[i]) + new_tokens > context_tokens)
         active = [i for i in range(n) if not finished[i] and not truncated[i]]
         if not active:
             break
@@ -108,9 +111,6 @@ def play_token_episodes(states: Sequence[EpisodeState], sample_seeds: Sequence[i
             obs = tokenizer.encode(step.observations[j]["content"], add_special_tokens=False)
             ids[i] += obs
             mask[i] += [False] * len(obs)
-            if len(ids[i]) >= context_tokens:
-                truncated[i] = True
-                ids[i], mask[i] = ids[i][:context_tokens], mask[i][:context_tokens]
     for i in range(n):
         truncated[i] = truncated[i] or not finished[i]
     episodes = [replay(EpisodeState.model_validate(meta[i]), settings).record(settings.seller_label, states[i].buyer)

@@ -88,10 +88,32 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
     seq = cfg.protocol.training.sequences
     assert seq is not None
     sampling = Sampling.from_protocol(sampling_settings, max_tokens=seq.new_tokens_per_turn)
-    generate = (factory or default_generator)(seller.model, tokenizer, sampling=sampling, stop_ids=stops)
+    if factory is None:
+        generate = default_generator(seller.model, tokenizer, sampling=sampling, stop_ids=stops,
+                                     prefill_tokens=cfg.runtime.micro_batch_tokens)
+    else:
+        generate = factory(seller.model, tokenizer, sampling=sampling, stop_ids=stops)
     return seller, settings, generate
 
 
-def default_generator(model: Any, tokenizer: Any, *, sampling: Sampling, stop_ids: Sequence[int]) -> Generate:
-    """The batched KV-cache sampler of ``negotiation.lm`` (one forward per decode step)."""
-    raise ConfigError("negotiation.lm: the batched generator is not available in this checkout")
+def default_generator(model: Any, tokenizer: Any, *, sampling: Sampling, stop_ids: Sequence[int],
+                      prefill_tokens: int = 16384) -> Generate:
+    """The batched KV-cache sampler of ``negotiation.lm`` (one forward per decode step), with the
+    protocol's seller sampling; request ``i`` draws from ``seeds[i]``."""
+    try:
+        from negotiation.lm import BatchGenerator, GenerationRequest
+    except ImportError as exc:
+        raise ConfigError(f"negotiation.lm: the batched generator cannot be imported ({exc})") from exc
+    if sampling.max_tokens is None:
+        raise ConfigError("training.sequences.new_tokens_per_turn: the sampler needs a token cap")
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_ids[0]
+    engine = BatchGenerator(model, pad_token_id=int(pad), stop_token_ids=list(stop_ids), prefill_tokens=prefill_tokens)
+    temperature = 1.0 if sampling.temperature is None else sampling.temperature
+
+    def generate(prompts: Sequence[Sequence[int]], seeds: Sequence[int]) -> list[list[int]]:
+        requests = [GenerationRequest(prompt_ids=tuple(p), seed=int(s), max_new_tokens=sampling.max_tokens,
+                                      temperature=temperature, top_p=sampling.top_p, top_k=sampling.top_k)
+                    for p, s in zip(prompts, seeds)]
+        return [list(g.token_ids) for g in engine.generate(requests)]
+
+    return generate

@@ -111,7 +111,7 @@ def _play(st: _State, cfg: LmTrainConfig, states: list, seeds: list[int]) -> Tok
     with torch.no_grad(), NegotiationStepLogic(st.settings) as logic:
         return play_token_episodes(states, seeds, tokenizer=st.seller.tokenizer, generate=st.generate,
                                    settings=st.settings, prompt_tokens=seq.prompt_tokens,
-                                   context_tokens=seq.context_tokens,
+                                   context_tokens=seq.context_tokens, new_tokens=seq.new_tokens_per_turn,
                                    rollout_turns=cfg.protocol.training.rollout_turns,
                                    stop_ids=st.seller.stop_ids, logic=logic)
 

@@ -25,7 +25,7 @@ def test_episode_tokens_equal_the_template_render_and_only_seller_tokens_train(t
     states = training_scenarios(protocol, offset=0, count=3, seed=0)
     with NegotiationStepLogic(settings) as logic:
         ep = play_token_episodes(states, [11, 12, 13], tokenizer=tok, generate=canned_generator(None, tok, sampling=None,
-                                 stop_ids=stops), settings=settings, prompt_tokens=2048, context_tokens=8192,
+                                 stop_ids=stops), settings=settings, prompt_tokens=2048, context_tokens=8192, new_tokens=32,
                                  rollout_turns=5, stop_ids=stops, logic=logic)
     for i, episode in enumerate(ep.episodes):
         assert episode is not None and not ep.truncated[i]

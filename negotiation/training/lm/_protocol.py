@@ -1,0 +1,43 @@
+"""From a loaded study to the token trainer's typed inputs (``LmTrainConfig``).
+
+Every number comes from ``protocol/<study>/protocol.yaml``; this module only says which run is
+trained from which folder. The training seed of a run is its size's ``init_seed`` where the size
+has one (the ``lm`` ladder), else 0 (the paper trains one seed per arm).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from negotiation.errors import ConfigError
+from negotiation.training.lm._config import LmArm, LmRuntime, LmTrainConfig
+
+__all__ = ["lm_train_config_for"]
+
+
+def lm_train_config_for(study, run: str, arm, *, base: Path, parent: Path | None = None,
+                        runtime: LmRuntime | None = None, protocol_hash: str = "") -> LmTrainConfig:
+    """The ``LmTrainConfig`` of training run ``run`` of ``study`` (a ``negotiation.protocol.Study``).
+
+    Args:
+        arm: the trained arm (frozen or registry-added) whose entry defines the run.
+        base: Hugging Face folder of the size's base checkpoint.
+        parent: the ``step_N/`` folder a continuation starts from; required exactly for
+            continuations.
+        runtime: machine settings (default: the CPU, float32).
+    """
+    where = f"protocol/{study.name}/arms.yaml:arms.{run}"
+    if arm.kind != "trained" or run not in (arm.run, arm.parent_run):
+        raise ConfigError(f"{where}: arm {arm!r} does not define run {run!r}")
+    if run == arm.parent_run:  # an initial run trained only to be continued: no parent of its own
+        arm = arm.model_copy(update={"run": run, "parent_run": None})
+    if (arm.parent_run is None) != (parent is None):
+        need = "needs the parent's final checkpoint" if arm.parent_run else "has no parent run"
+        raise ConfigError(f"{where}.parent_run: run {run!r} {need} (got parent={parent})")
+    t = study.protocol.training
+    steps = t.continuation_steps if arm.parent_run else t.initial_steps
+    seed = int(getattr(study.protocol.sizes[arm.size], "init_seed", 0))
+    lm_arm = LmArm(study=study.name, arm=run, size=arm.size, base=Path(base), lr_multiple=arm.lr_multiple,
+                   steps=steps, seed=seed, parent=parent, parent_arm=arm.parent_run)
+    return LmTrainConfig(protocol=study.protocol, arm=lm_arm, runtime=runtime or LmRuntime(),
+                         protocol_hash=protocol_hash)
