@@ -90,3 +90,13 @@ def test_recipe_without_token_caps_is_refused(base):
     protocol = tiny_protocol(sequences=None)
     with pytest.raises(ValueError, match="sequences"):
         LmTrainConfig(protocol=protocol, arm=_config(base).arm)
+
+
+def test_one_step_with_the_batched_kv_cache_generator(base, tmp_path):
+    """The default sampler (negotiation.lm) plays real generated text through the environment."""
+    cfg = _config(base, steps=1)
+    summary = train_lm_arm(cfg, tmp_path / "run", track=False)
+    curves = pd.read_csv(tmp_path / "run" / "curves.csv")
+    assert summary.checkpoints == {0: (tmp_path / "run" / "step_0").as_posix(), 1: (tmp_path / "run" / "step_1").as_posix()}
+    assert curves["train/mean_gen_tokens"].iloc[0] > 0
+    assert curves["train/bad_parse_rate"].iloc[0] == 1.0  # an untrained model writes no valid turn
