@@ -106,7 +106,7 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, o
     owner = all_arms(study)[info["params_key"].split(".", 1)[1]]
     parent = final_checkpoint(study.root / info["start"]) if info["parent"] else None
     cuda = torch.cuda.is_available()
-    precision = study.protocol.training.optimizer.precision
+    precision = study.protocol.recipe_for(info["size"]).optimizer.precision
     runtime = LmRuntime(device="cuda" if cuda else "cpu", dtype="bfloat16" if precision == "bf16" else "float32",
                         gradient_checkpointing=cuda,
                         micro_batch_tokens=runtime_knob("training.micro_batch_tokens", 16384),

@@ -46,6 +46,10 @@ class Protocol(StrictModel):
     """Seller sizes keyed by name, with per-size settings."""
     training: Recipe
     """The training recipe."""
+    gpu_training: Recipe | None = None
+    """The recipe of sizes whose ``profile`` is ``gpu`` (a language-model ladder's GPU profile, e.g.
+    the paper's 16 x 8 batch); same steps, read points and checkpoints as ``training``, so one read
+    rule serves every arm. ``None``: every size trains with ``training``."""
     read_rule: ReadRule
     """How the evaluated checkpoint of a trained arm is chosen."""
     evaluation: Evaluation
@@ -81,13 +85,28 @@ class Protocol(StrictModel):
         ]
         problems = [
             (key, f"{got} != {want} ({why})") for key, got, want, why in checks if got != want
-        ]
+        ] + self._gpu_recipe_problems()
         if self.held_out_doubling.trigger_size not in self.sizes:
             problems.append((
                 "held_out_doubling.trigger_size",
                 f"{self.held_out_doubling.trigger_size!r} is not one of sizes {sorted(self.sizes)}",
             ))
         return problems
+
+    def recipe_for(self, size: str) -> Recipe:
+        """The recipe ``size`` trains with: ``gpu_training`` for a GPU-profile size, else ``training``."""
+        if self.gpu_training is not None and getattr(self.sizes[size], "profile", "cpu") == "gpu":
+            return self.gpu_training
+        return self.training
+
+    def _gpu_recipe_problems(self) -> list[tuple[str, str]]:
+        """``gpu_training`` may change the batch, rates and caps, never the step grid arms are read on."""
+        if self.gpu_training is None:
+            return []
+        shared = ("initial_steps", "combined_steps", "checkpoint_every", "read_points")
+        return [(f"gpu_training.{key}", f"{getattr(self.gpu_training, key)!r} != training.{key} "
+                 f"{getattr(self.training, key)!r} (one read rule serves every arm)")
+                for key in shared if getattr(self.gpu_training, key) != getattr(self.training, key)]
 
     def seed_overlaps(self) -> list[tuple[str, str]]:
         """Pairs of seed-block keys that share seeds (must be empty)."""

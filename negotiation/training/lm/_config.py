@@ -78,10 +78,21 @@ class LmTrainConfig(_Strict):
     protocol_hash: str = ""
     """Hash of the frozen protocol (tagged on the MLflow run)."""
 
+    @property
+    def run_protocol(self) -> Protocol:
+        """The protocol as this run reads it: ``training`` is the size's recipe
+        (``Protocol.recipe_for``: the GPU profile's for a GPU-profile size)."""
+        recipe = self.protocol.recipe_for(self.arm.size)
+        return self.protocol if recipe is self.protocol.training else self.protocol.model_copy(update={"training": recipe})
+
     @model_validator(mode="after")
     def _token_recipe(self) -> LmTrainConfig:
-        where = f"protocol/{self.protocol.study}/protocol.yaml:training"
-        t = self.protocol.training
+        if self.arm.size not in self.protocol.sizes:
+            raise ValueError(f"protocol/{self.protocol.study}/protocol.yaml:sizes: arm size {self.arm.size!r} is not "
+                             f"one of {sorted(self.protocol.sizes)}")
+        t = self.protocol.recipe_for(self.arm.size)
+        section = "training" if t is self.protocol.training else "gpu_training"
+        where = f"protocol/{self.protocol.study}/protocol.yaml:{section}"
         if t.sequences is None:
             raise ValueError(f"{where}.sequences: a language-model run needs token caps, got null")
         if t.group_size < 3:
@@ -94,6 +105,4 @@ class LmTrainConfig(_Strict):
         if t.kl.estimator != "k3" or t.kl.applied_to != "loss":
             raise ValueError(f"{where}.kl: the token trainer implements k3 in the loss, got "
                              f"{t.kl.estimator!r} in the {t.kl.applied_to!r}")
-        if self.arm.size not in self.protocol.sizes:
-            raise ValueError(f"{where}: arm size {self.arm.size!r} is not one of sizes {sorted(self.protocol.sizes)}")
         return self

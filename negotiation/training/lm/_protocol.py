@@ -34,7 +34,7 @@ def lm_train_config_for(study, run: str, arm, *, base: Path, parent: Path | None
     if (arm.parent_run is None) != (parent is None):
         need = "needs the parent's final checkpoint" if arm.parent_run else "has no parent run"
         raise ConfigError(f"{where}.parent_run: run {run!r} {need} (got parent={parent})")
-    t = study.protocol.training
+    t = study.protocol.recipe_for(arm.size)
     steps = t.continuation_steps if arm.parent_run else t.initial_steps
     seed = int(getattr(study.protocol.sizes[arm.size], "init_seed", 0))
     lm_arm = LmArm(study=study.name, arm=run, size=arm.size, base=Path(base), lr_multiple=arm.lr_multiple,

@@ -77,15 +77,15 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
     """Load ``folder``; derive the turn tags from its tokenizer (checked by a round trip) and the
     environment settings; build the sampler unless ``reference``."""
     tokenizer = _transformers().AutoTokenizer.from_pretrained(folder)
-    sampling_settings = cfg.protocol.sampling.self_served_seller
+    sampling_settings = cfg.run_protocol.sampling.self_served_seller
     tags = derive_turn_tags(tokenizer, template_kwargs(sampling_settings.thinking))
     stops = stop_token_ids(tags, tokenizer.eos_token_id)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
     seller = HfSeller(_load_model(folder, cfg, reference), tokenizer, stops, int(pad))
-    settings = protocol_env_settings(cfg.protocol, tags).model_copy(update={"seller_label": f"token:{cfg.arm.arm}"})
+    settings = protocol_env_settings(cfg.run_protocol, tags).model_copy(update={"seller_label": f"token:{cfg.arm.arm}"})
     if reference:
         return seller, settings, None
-    seq = cfg.protocol.training.sequences
+    seq = cfg.run_protocol.training.sequences
     assert seq is not None
     sampling = Sampling.from_protocol(sampling_settings, max_tokens=seq.new_tokens_per_turn)
     if factory is None:

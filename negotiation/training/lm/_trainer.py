@@ -87,7 +87,7 @@ class LmTrainSummary:
 
 
 def _start(cfg: LmTrainConfig, run_dir: Path, factory: GeneratorFactory | None) -> _State:
-    arm, t = cfg.arm, cfg.protocol.training
+    arm, t = cfg.arm, cfg.run_protocol.training
     torch.manual_seed(arm.seed)
     if arm.parent is None:
         start, base_dir, branch, consumed = arm.base, step_dir(run_dir, 0), 0, 0
@@ -105,14 +105,14 @@ def _start(cfg: LmTrainConfig, run_dir: Path, factory: GeneratorFactory | None) 
 
 
 def _play(st: _State, cfg: LmTrainConfig, states: list, seeds: list[int]) -> TokenEpisodes:
-    seq = cfg.protocol.training.sequences
+    seq = cfg.run_protocol.training.sequences
     assert seq is not None  # LmTrainConfig refuses a recipe without token caps
     st.seller.model.eval()
     with torch.no_grad(), NegotiationStepLogic(st.settings) as logic:
         return play_token_episodes(states, seeds, tokenizer=st.seller.tokenizer, generate=st.generate,
                                    settings=st.settings, prompt_tokens=seq.prompt_tokens,
                                    context_tokens=seq.context_tokens, new_tokens=seq.new_tokens_per_turn,
-                                   rollout_turns=cfg.protocol.training.rollout_turns,
+                                   rollout_turns=cfg.run_protocol.training.rollout_turns,
                                    stop_ids=st.seller.stop_ids, logic=logic)
 
 
@@ -128,7 +128,7 @@ def _episode_stats(ep: TokenEpisodes) -> dict[str, float]:
 
 
 def _update(st: _State, cfg: LmTrainConfig, ep: TokenEpisodes, lr: float) -> dict[str, float]:
-    t = cfg.protocol.training
+    t = cfg.run_protocol.training
     adv = loo_advantages(ep.returns.reshape(t.scenarios_per_step, t.group_size)).reshape(-1)
     keep = [i for i in range(len(ep.ids)) if ep.trainable[i]]
     batch = TokenBatch([ep.ids[i] for i in keep], [ep.gen_mask[i] for i in keep], [float(adv[i]) for i in keep])
@@ -139,7 +139,7 @@ def _update(st: _State, cfg: LmTrainConfig, ep: TokenEpisodes, lr: float) -> dic
 
 
 def _validate(st: _State, cfg: LmTrainConfig) -> float:
-    states = validation_scenarios(cfg.protocol)
+    states = validation_scenarios(cfg.run_protocol)
     # Sample seed = scenario seed: the seller samples as it will in evaluation.
     return float(_play(st, cfg, states, [s.seed for s in states]).scores.mean())
 
@@ -159,9 +159,9 @@ def _tracker(cfg: LmTrainConfig, track: bool, parent_run: str | None) -> NullTra
     if not track:
         return NullTracker()
     arm = cfg.arm
-    params = flatten({"recipe": cfg.protocol.training.model_dump(mode="json"), "arm": arm.model_dump(mode="json"),
+    params = flatten({"recipe": cfg.run_protocol.training.model_dump(mode="json"), "arm": arm.model_dump(mode="json"),
                       "runtime": cfg.runtime.model_dump(mode="json"),
-                      "sampling": cfg.protocol.sampling.self_served_seller.model_dump(mode="json")})
+                      "sampling": cfg.run_protocol.sampling.self_served_seller.model_dump(mode="json")})
     tags = {"study": arm.study, "arm": arm.arm, "size": arm.size, "lr_multiple": arm.lr_multiple,
             "parent_run": parent_run or "", "parent_arm": arm.parent_arm or "", "backend": "token",
             "protocol_hash": cfg.protocol_hash, "git_commit": git_commit(), "phase": "training"}
@@ -220,7 +220,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 def _loop(st: _State, cfg: LmTrainConfig, run_dir: Path, tracker: NullTracker) -> None:
     """Own steps 0..N; metrics go to MLflow at combined steps so a continuation extends its parent."""
-    t, arm = cfg.protocol.training, cfg.arm
+    t, arm = cfg.run_protocol.training, cfg.arm
     peak, floor = t.learning_rate * arm.lr_multiple, t.lr_floor * arm.lr_multiple
     for step in range(arm.steps + 1):
         last, combined = step == arm.steps, st.branch_step + step
@@ -234,7 +234,7 @@ def _loop(st: _State, cfg: LmTrainConfig, run_dir: Path, tracker: NullTracker) -
         if last:
             break
         lr = lr_at(step, peak=peak, floor=floor, warmup_steps=t.warmup_steps, total_steps=arm.steps)
-        states = training_scenarios(cfg.protocol, offset=st.consumed, count=t.scenarios_per_step, seed=arm.seed)
+        states = training_scenarios(cfg.run_protocol, offset=st.consumed, count=t.scenarios_per_step, seed=arm.seed)
         st.consumed += t.scenarios_per_step
         seeds = st.rng.integers(0, 2**31 - 1, size=(t.scenarios_per_step, t.group_size))
         group = [s for s in states for _ in range(t.group_size)]

@@ -100,3 +100,4 @@ def test_one_step_with_the_batched_kv_cache_generator(base, tmp_path):
     assert summary.checkpoints == {0: (tmp_path / "run" / "step_0").as_posix(), 1: (tmp_path / "run" / "step_1").as_posix()}
     assert curves["train/mean_gen_tokens"].iloc[0] > 0
     assert curves["train/bad_parse_rate"].iloc[0] == 1.0  # an untrained model writes no valid turn
+
