@@ -11,13 +11,15 @@ in ``n_bad``.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Mapping
 
 from negotiation.env._domain import Role
-from negotiation.env._parse import ParsedTurn, parse_message
+from negotiation.env._parse import ParsedTurn, parse_message, valid_text
 from negotiation.env._scenario import Scenario
 from negotiation.env._utility import INVALID, Score, canonical_value, score_ledger
 from negotiation.env._view import Agent, Message, Reply, View, arespond
@@ -161,13 +163,16 @@ class Negotiation:
                     self.config.max_turns, history, MappingProxyType(dict(self.ledger)),
                     self.config.phase, self.sample_seed)
 
-    def apply(self, reply: Reply | str) -> TurnRecord:
-        """Play the next party's message."""
+    def apply(self, reply: Reply | str, parsed: ParsedTurn | None = None) -> TurnRecord:
+        """Play the next party's message (``parsed``: ``parse_message`` of it, done already)."""
         if self.done:
             raise RuntimeError("the episode is over")
         reply = Reply(reply) if isinstance(reply, str) else reply
+        text = valid_text(reply.text)
+        if text is not reply.text:  # the raw text must be storable too
+            reply = dataclasses.replace(reply, text=text)
         role = self.next_role
-        parsed = parse_message(reply.text)
+        parsed = parse_message(text) if parsed is None else parsed
         ok, error = parsed.ok, parsed.error
         if ok and parsed.action == "COUNTER":
             self._write(parsed.terms)
@@ -222,11 +227,23 @@ def run_episode(scenario: Scenario, seller: Agent, buyer: Agent, config: EnvConf
     return game.record(seller.spec, buyer.spec)
 
 
+OFFLOAD_CHARS = 8192
+"""Replies longer than this are parsed in a worker thread, off the event loop."""
+
+
 async def arun_episode(scenario: Scenario, seller: Any, buyer: Any, config: EnvConfig,
                        *, sample_seed: int | None = None) -> Episode:
-    """Play one episode with agents that may be asynchronous (LLM endpoints)."""
+    """Play one episode with agents that may be asynchronous (LLM endpoints).
+
+    A long reply is parsed in a worker thread so that the episodes in flight beside this one
+    keep running (the parser is linear, but a megabyte still takes milliseconds).
+    """
     game = Negotiation(scenario, config, sample_seed=sample_seed)
     agents = {"seller": seller, "buyer": buyer}
     while not game.done:
-        game.apply(await arespond(agents[game.next_role], game.view()))
+        reply = await arespond(agents[game.next_role], game.view())
+        parsed = None
+        if len(getattr(reply, "text", reply)) > OFFLOAD_CHARS:
+            parsed = await asyncio.to_thread(parse_message, getattr(reply, "text", reply))
+        game.apply(reply, parsed)
     return game.record(seller.spec, buyer.spec)

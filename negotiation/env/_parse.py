@@ -12,6 +12,10 @@ A turn is prose plus one JSON action ``{"action": "COUNTER"|"ACCEPT", "terms": [
    ``value``; anything else fails (``bad_terms``). A COUNTER must name at least one term
    (``empty_counter``).
 5. The prose shown to the counterpart is the text with the JSON objects and fences removed.
+6. Hostile text is bounded, never fatal: past ``_MAX_CHARS`` the turn fails (``too_long``),
+   an object nested deeper than ``_MAX_DEPTH`` fails it (``too_deep``), so does text whose
+   decoding would cost more than a few passes over it (``too_complex``); a number too large
+   for a float decodes as an infinity, which the scorer counts as an invalid value.
 
 Flags are computed whether or not the turn parsed: a JSON fragment left in the prose, an
 unfilled ``[placeholder]``, a leaked chat-template tag.
@@ -20,6 +24,7 @@ unfilled ``[placeholder]``, a leaked chat-template tag.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -34,7 +39,15 @@ _TEMPLATE_TAG = re.compile(
     re.IGNORECASE,
 )
 _JSON_LEAK = re.compile(r"[{}\[\]]|\"(?:action|terms|name|value)\"\s*:")
-_DECODER = json.JSONDecoder()
+_OBJECT_START = re.compile(r'\{\s*(?:\}|"[^"\\]*(?:\\.[^"\\]*)*"\s*:)')  # `{}` or `{"key":` opens an object
+_MAX_CHARS = 65_536
+"""Characters of one message that are parsed; a longer message fails as ``too_long``."""
+_MAX_DEPTH = 16
+"""Deepest nesting of an action object (an ordinary one has 3)."""
+_MAX_INT_DIGITS = 300
+_WINDOW, _LOOKAHEAD = 256, 16
+_WORK_FACTOR, _WORK_BASE, _ATTEMPT_COST = 4, 65_536, 64  # an attempt's overhead ~ 64 chars scanned
+_FAILED, _TOO_DEEP = object(), object()
 
 
 @dataclass(frozen=True)
@@ -57,26 +70,102 @@ class ParsedTurn:
     """``json_leak``, ``placeholder``, ``template_tag``."""
 
 
-def _extract_objects(text: str) -> tuple[list[Any], str]:
-    """All top-level JSON objects and the text with them removed."""
+def _parse_int(digits: str) -> int | float:
+    # A literal too long for a float (or for int(), past 4,300 digits) is an infinity: the
+    # scorer counts it as an invalid value instead of the decoder raising.
+    if len(digits) <= _MAX_INT_DIGITS:
+        return int(digits)
+    return -math.inf if digits.startswith("-") else math.inf
+
+
+_DECODER = json.JSONDecoder(parse_int=_parse_int)
+
+
+def _depth(obj: Any) -> int:
+    """Nesting depth of decoded JSON (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        node, level = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _decode_at(text: str, j: int) -> tuple[Any, int, int]:
+    """Decode the JSON value starting at ``text[j]``: ``(obj or _FAILED, end, chars scanned)``.
+
+    The decoder is run on a window that grows geometrically, so a failure costs time in the
+    distance to where it failed, not in ``j`` (``JSONDecodeError`` counts lines from the start
+    of the string it was given). A window's failure is final when it happened well inside the
+    window and is not an unterminated string; a success inside a window is the same as on the
+    whole text (an object ends at its own ``}``).
+    """
+    n, width, scanned = len(text), _WINDOW, 0
+    while True:
+        stop = min(n, j + width)
+        chunk = text[j:stop]
+        try:
+            obj, end = _DECODER.raw_decode(chunk)
+            return obj, j + end, scanned + end
+        except json.JSONDecodeError as exc:
+            cut = exc.pos >= len(chunk) - _LOOKAHEAD or exc.msg.startswith("Unterminated string")
+            if stop == n or not cut:
+                return _FAILED, j + 1, scanned + exc.pos + 1
+        except RecursionError:
+            return _TOO_DEEP, j + 1, scanned + len(chunk)
+        except ValueError:  # any other refusal of the decoder is a failed object
+            return _FAILED, j + 1, scanned + len(chunk)
+        scanned += len(chunk)
+        width *= 4
+
+
+def _extract_objects(text: str) -> tuple[list[Any], str, str | None]:
+    """All top-level JSON objects, the text with them removed, and a problem code or ``None``.
+
+    Linear in ``len(text)``: only ``{`` followed by a key or ``}`` starts a decode, and the
+    characters the decoder scans (including failed attempts) are capped at a few times the
+    length; past the cap the rest is prose and the problem is ``too_complex``. An object
+    nested deeper than ``_MAX_DEPTH`` stays in the prose and the problem is ``too_deep``.
+    """
     objects: list[Any] = []
     kept: list[str] = []
+    budget = _WORK_FACTOR * len(text) + _WORK_BASE
+    problem = None
     i = 0
-    while i < len(text):
-        j = text.find("{", i)
-        if j < 0:
+    while True:
+        match = _OBJECT_START.search(text, i)
+        if match is None:
             kept.append(text[i:])
             break
-        try:
-            obj, end = _DECODER.raw_decode(text, j)
-        except (ValueError, RecursionError):
-            kept.append(text[i : j + 1])
-            i = j + 1
-            continue
-        kept.append(text[i:j])
-        objects.append(obj)
+        j = match.start()
+        if budget <= 0:
+            kept.append(text[i:])
+            problem = problem or "too_complex"
+            break
+        obj, end, scanned = _decode_at(text, j)
+        budget -= scanned + _ATTEMPT_COST
+        if obj is _FAILED or obj is _TOO_DEEP:
+            problem = problem or ("too_deep" if obj is _TOO_DEEP else None)
+            kept.append(text[i:end])
+        elif end - j > _MAX_DEPTH and _too_deep(text, j, end, obj):
+            problem = problem or "too_deep"
+            kept.append(text[i:end])
+        else:
+            kept.append(text[i:j])
+            objects.append(obj)
         i = end
-    return objects, "".join(kept)
+    return objects, "".join(kept), problem
+
+
+def _too_deep(text: str, j: int, end: int, obj: Any) -> bool:
+    # Brackets in the span bound the depth from above; walk the object only when they could
+    # exceed the limit (never for an ordinary action).
+    if text.count("{", j, end) + text.count("[", j, end) <= _MAX_DEPTH:
+        return False
+    return _depth(obj) > _MAX_DEPTH
 
 
 def _clean_prose(text: str) -> str:
@@ -104,7 +193,8 @@ def _terms_of(obj: dict) -> list[tuple[str, Any]] | None:
     for item in terms:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or "value" not in item:
             return None
-        pairs.append((item["name"].strip(), item["value"]))
+        value = item["value"]
+        pairs.append((valid_text(item["name"]).strip(), valid_text(value) if isinstance(value, str) else value))
     return pairs
 
 
@@ -112,13 +202,35 @@ def _fail(prose: str, error: str, flags: dict[str, bool]) -> ParsedTurn:
     return ParsedTurn(False, None, (), prose, error, "", flags)
 
 
-def parse_message(text: Any) -> ParsedTurn:
-    """Parse one message; never raises."""
+def valid_text(text: Any) -> str:
+    """``text`` as a string that encodes as UTF-8 (lone surrogates become U+FFFD)."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
-    objects, rest = _extract_objects(text)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
+def parse_message(text: Any) -> ParsedTurn:
+    """Parse one message; never raises, time linear in ``len(text)``.
+
+    A message longer than ``_MAX_CHARS`` is parsed only up to the cap and fails as
+    ``too_long``; an object nested deeper than ``_MAX_DEPTH`` fails the turn as ``too_deep``;
+    text whose decoding would cost more than a few passes over it fails as ``too_complex``.
+    Lone surrogates (which no file format can store) are replaced by U+FFFD.
+    """
+    text = valid_text(text)
+    too_long = len(text) > _MAX_CHARS
+    if too_long:
+        text = text[:_MAX_CHARS]
+    objects, rest, problem = _extract_objects(text)
     prose = _clean_prose(rest)
     flags = _flags(prose)
+    if too_long or problem:
+        return _fail(prose, "too_long" if too_long else problem, flags)
     actions = [o for o in objects if isinstance(o, dict) and "action" in o]
     if not actions:
         return _fail(prose, "no_action", flags)
@@ -140,7 +252,7 @@ def parse_message(text: Any) -> ParsedTurn:
             merged.pop(name, None)  # re-insert so the order is the order of last mention
             merged[name] = value
         if isinstance(obj.get("notes"), str):
-            notes.append(obj["notes"])
+            notes.append(valid_text(obj["notes"]))
     action: Action = kinds[0]  # type: ignore[assignment]
     if action == "COUNTER" and not merged:
         return _fail(prose, "empty_counter", flags)

@@ -20,8 +20,18 @@ KEY = ["arm", "domain", "seed", "buyer"]
 
 
 def to_json(value: Any) -> str:
-    """Compact JSON for ledgers and term lists (non-JSON values as their repr)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=repr)
+    """Compact JSON for ledgers and term lists (non-JSON values as their repr).
+
+    Text that cannot be stored as UTF-8 (a lone surrogate decoded from a ``\\ud800`` escape in
+    a model's JSON) is written with ASCII escapes instead, so the tables can always be written.
+    """
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=repr)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(value, separators=(",", ":"), default=repr)
+    return text
 
 
 def _closing_turn(episode: Episode) -> float:

@@ -12,12 +12,14 @@ unnamed and is counted as invalid; an out-of-range number is clipped and counted
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from negotiation.env._domain import Domain, Role, Term
 from negotiation.env._scenario import PartyPrefs, Scenario
 
+_FLOAT_MAX = sys.float_info.max
 INVALID = object()  # sentinel: the value cannot be scored for this term
 
 
@@ -42,7 +44,10 @@ class Score:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite number that fits a float (an int compares exactly, so 10**400 never overflows)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool) and -_FLOAT_MAX <= value <= _FLOAT_MAX
 
 
 def canonical_value(term: Term, value: Any) -> Any:
