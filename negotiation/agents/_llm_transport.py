@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import os
 import time
 import weakref
@@ -30,6 +31,7 @@ _STATUS_CLASS = {400: "BadRequestError", 401: "AuthenticationError", 403: "Permi
                  429: "RateLimitError", 500: "InternalServerError", 502: "BadGatewayError",
                  503: "ServiceUnavailableError", 504: "Timeout"}
 _TRANSIENT_STATUS = {408, 409, 429}
+_REPLY_ERRORS = (RecursionError, OverflowError, UnicodeError, json.JSONDecodeError)
 _LITELLM_TRANSIENT = ("RateLimitError", "Timeout", "APIConnectionError", "InternalServerError",
                       "ServiceUnavailableError", "BadGatewayError", "APIResponseValidationError")
 
@@ -57,36 +59,50 @@ class CallFailure(Exception):
         self.param = param
 
 
+def _seconds(value: Any) -> float | None:
+    """A finite, non-negative number of seconds from a header value, else ``None``."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
 def parse_retry_after(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date).
+
+    Total over whatever a server sends: a value that is neither (``soon``, ``NaN``, a date that
+    does not exist, a list) is no hint at all, so the ordinary backoff applies.
+    """
     if not headers:
         return None
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
+    try:
+        ms, value = headers.get("retry-after-ms"), headers.get("retry-after")
+    except (AttributeError, TypeError, ValueError, UnicodeError):
+        return None
+    if ms is not None and (seconds := _seconds(ms)) is not None:
+        return seconds / 1000.0
     if value is None:
         return None
+    if (seconds := _seconds(value)) is not None:
+        return seconds
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return None if parsed is None else max(0.0, parsed.timestamp() - time.time())
+        parsed = email.utils.parsedate_to_datetime(value)
+        return _seconds(parsed.timestamp() - time.time())
+    except (TypeError, ValueError, OverflowError, IndexError, AttributeError):
+        return None
 
 
 def failure_from_status(status: int, body: str, headers: Any) -> CallFailure:
     """Classify an HTTP error response."""
     message, param = body[:500], None
     try:
-        err = json.loads(body).get("error", {})
+        err = json.loads(body).get("error", {}) if len(body) < 100_000 else None
         if isinstance(err, dict):
-            message = str(err.get("message") or message)
-            param = err.get("param")
-    except (ValueError, AttributeError):
-        pass
+            message = str(err.get("message") or message)[:2000]
+            param = err.get("param") if isinstance(err.get("param"), str) else None
+    except (ValueError, AttributeError, RecursionError):
+        pass  # the raw body's start is the message
     error_class = _STATUS_CLASS.get(status, "InternalServerError" if status >= 500 else "APIError")
     if status == 400 and "context" in message.lower() and "length" in message.lower():
         error_class = "ContextWindowExceededError"
@@ -95,14 +111,35 @@ def failure_from_status(status: int, body: str, headers: Any) -> CallFailure:
                        retry_after=parse_retry_after(headers), status=status, param=param)
 
 
+MAX_TOKENS_REPORTED = 10**9
+"""Largest token count a reply's ``usage`` may report; more is a malformed reply."""
+
+
+def _token_count(usage: dict, field: str) -> int:
+    value = usage.get(field) or 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS_REPORTED:
+        raise ValueError(f"usage.{field} = {str(value)[:40]!r} is not a token count")
+    return value
+
+
 def parse_completion(payload: Any) -> Completion:
-    """Text and usage of a chat-completion body; ``MalformedResponse`` when it is not one."""
+    """Text and usage of a chat-completion body; ``MalformedResponse`` when it is not one.
+
+    Validated here, at the boundary, so that nothing odd reaches the records: the content must
+    be text (or null), token counts whole numbers in ``[0, MAX_TOKENS_REPORTED]``.
+    """
     try:
         choice = payload["choices"][0]
         text = choice["message"].get("content") or ""
+        if not isinstance(text, str):
+            raise TypeError(f"message content is a {type(text).__name__}, not text")
         usage = payload.get("usage") or {}
-        return Completion(str(text), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        if not isinstance(usage, dict):
+            raise TypeError(f"usage is a {type(usage).__name__}")
+        return Completion(text, _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens"))
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError) as exc:
         raise CallFailure("MalformedResponse", f"not a chat completion ({type(exc).__name__}: {exc})",
                           transient=True) from exc
 
@@ -150,20 +187,32 @@ class HttpTransport:
         except httpx.TimeoutException as exc:
             raise CallFailure("Timeout", f"no reply within {self.timeout_s} s ({type(exc).__name__})",
                               transient=True) from exc
-        except httpx.TransportError as exc:
+        except httpx.DecodingError as exc:  # e.g. a body that is not the gzip its header says
+            raise CallFailure("MalformedResponse", f"{type(exc).__name__}: {exc}", transient=True) from exc
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise CallFailure("APIConnectionError", f"{type(exc).__name__}: {exc}", transient=False) from exc
+        except (httpx.RequestError, httpx.StreamError) as exc:
             raise CallFailure("APIConnectionError", f"{type(exc).__name__}: {exc}", transient=True) from exc
-        if response.status_code != 200:
-            raise failure_from_status(response.status_code, response.text, response.headers)
-        try:
-            payload = response.json()
-        except ValueError as exc:
-            raise CallFailure("MalformedResponse", f"body is not JSON ({exc})", transient=True) from exc
-        return parse_completion(payload)
+        return _completion_of(response)
 
     async def aclose(self) -> None:
         client = _CLIENTS.get(asyncio.get_running_loop(), {}).pop((self.api_base, self.api_key_env), None)
         if client is not None:
             await client.aclose()
+
+
+def _completion_of(response: httpx.Response) -> Completion:
+    """The completion in an HTTP response, or the ``CallFailure`` it amounts to."""
+    try:
+        if response.status_code != 200:
+            raise failure_from_status(response.status_code, response.text, response.headers)
+        payload = json.loads(response.content)
+    except CallFailure:
+        raise
+    except (ValueError, RecursionError, UnicodeError) as exc:  # not JSON, or nested beyond reason
+        raise CallFailure("MalformedResponse", f"body is not usable JSON ({type(exc).__name__})",
+                          transient=True) from exc
+    return parse_completion(payload)
 
 
 def _litellm() -> Any:
@@ -207,11 +256,15 @@ class LitellmTransport:
             kwargs["api_key"] = "EMPTY"
         try:
             response = await lib.acompletion(**kwargs)
+            payload = response.model_dump() if hasattr(response, "model_dump") else response
+        except _REPLY_ERRORS as exc:  # the client choked on what the provider sent
+            raise CallFailure("MalformedResponse", f"{type(exc).__name__} reading the reply",
+                              transient=True) from exc
         except Exception as exc:  # noqa: BLE001 - filtered: only provider errors become failures
             if not type(exc).__module__.split(".")[0] in ("litellm", "openai", "httpx", "aiohttp"):
                 raise
             raise _failure_from_litellm(exc) from exc
-        return parse_completion(response.model_dump() if hasattr(response, "model_dump") else response)
+        return parse_completion(payload)
 
 
 def _failure_from_litellm(exc: BaseException) -> CallFailure:

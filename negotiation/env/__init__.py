@@ -17,6 +17,7 @@ from negotiation.env._engine import (
     Episode,
     Negotiation,
     TurnRecord,
+    aplay_turn,
     arun_episode,
     run_episode,
 )
@@ -39,7 +40,7 @@ __all__ = [
     "DOMAINS_DIR", "INVALID", "KEY", "RECORD_VERSION", "REPO_ROOT", "ROLES",
     "Agent", "Domain", "EnvConfig", "Episode", "Message", "Negotiation", "ParsedTurn",
     "PartyPrefs", "Reply", "Role", "Scenario", "Score", "Term", "TurnRecord", "View",
-    "arespond", "arun_episode", "canonical_value", "episode_reward", "episode_row",
+    "aplay_turn", "arespond", "arun_episode", "canonical_value", "episode_reward", "episode_row",
     "episodes_to_frames", "eq1_reward", "feature", "frontloaded_step_rewards", "load_domain",
     "load_domain_file", "load_domains", "make_scenario", "parse_message", "run_episode",
     "score_ledger", "score_prefs", "to_json", "turn_rows", "write_tables",

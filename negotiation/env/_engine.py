@@ -231,19 +231,25 @@ OFFLOAD_CHARS = 8192
 """Replies longer than this are parsed in a worker thread, off the event loop."""
 
 
-async def arun_episode(scenario: Scenario, seller: Any, buyer: Any, config: EnvConfig,
-                       *, sample_seed: int | None = None) -> Episode:
-    """Play one episode with agents that may be asynchronous (LLM endpoints).
+async def aplay_turn(game: Negotiation, agent: Any) -> TurnRecord:
+    """Ask ``agent`` (sync or async) for the next message of ``game`` and play it.
 
     A long reply is parsed in a worker thread so that the episodes in flight beside this one
     keep running (the parser is linear, but a megabyte still takes milliseconds).
     """
+    reply = await arespond(agent, game.view())
+    text = reply.text if isinstance(reply, Reply) else reply
+    parsed = None
+    if isinstance(text, str) and len(text) > OFFLOAD_CHARS:
+        parsed = await asyncio.to_thread(parse_message, text)
+    return game.apply(reply, parsed)
+
+
+async def arun_episode(scenario: Scenario, seller: Any, buyer: Any, config: EnvConfig,
+                       *, sample_seed: int | None = None) -> Episode:
+    """Play one episode with agents that may be asynchronous (LLM endpoints)."""
     game = Negotiation(scenario, config, sample_seed=sample_seed)
     agents = {"seller": seller, "buyer": buyer}
     while not game.done:
-        reply = await arespond(agents[game.next_role], game.view())
-        parsed = None
-        if len(getattr(reply, "text", reply)) > OFFLOAD_CHARS:
-            parsed = await asyncio.to_thread(parse_message, getattr(reply, "text", reply))
-        game.apply(reply, parsed)
+        await aplay_turn(game, agents[game.next_role])
     return game.record(seller.spec, buyer.spec)

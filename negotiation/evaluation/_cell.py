@@ -20,7 +20,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.agents._llm_retry import AgentCallError
-from negotiation.env import RECORD_VERSION, EnvConfig, Negotiation, arespond, episode_row, load_domain, make_scenario
+from negotiation.env import RECORD_VERSION, EnvConfig, Negotiation, aplay_turn, episode_row, load_domain, make_scenario
 from negotiation.env import turn_rows
 from negotiation.evaluation._store import Key, ResultsStore
 
@@ -124,7 +124,7 @@ async def play_episode(key: Key, attempt: int, cell: CellSpec, seller: Any, buye
     agents = {"seller": seller, "buyer": buyer}
     try:
         while not game.done:
-            game.apply(await arespond(agents[game.next_role], game.view()))
+            await aplay_turn(game, agents[game.next_role])
     except AgentCallError as err:
         return error_row(game, key, extra, err, seller, buyer), []
     episode = game.record(seller.spec, buyer.spec)

@@ -52,6 +52,42 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80] or "_"
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+_TABLE_ERRORS = (ValueError, TypeError, OverflowError, UnicodeError)  # pyarrow's errors subclass these
+
+
+def _value_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a Parquet cell, or ``None``."""
+    if value is None or isinstance(value, (bool, float, np.bool_, np.floating)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return None if _INT64[0] <= value <= _INT64[1] else f"a {int(value).bit_length()}-bit integer does not fit 64 bits"
+    if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return "text that cannot be stored as UTF-8"
+        return None
+    return f"a {type(value).__name__} is not a table value"
+
+
+def record_problem(episode: dict[str, Any], turns: list[dict[str, Any]]) -> str | None:
+    """The first value of an episode's rows that no table could store, described, or ``None``."""
+    for where, row in (("episode", episode), *((f"turn {i}", t) for i, t in enumerate(turns, 1))):
+        for column, value in row.items():
+            if (problem := _value_problem(value)) is not None:
+                return f"{where} column {column}: {problem}"
+    return None
+
+
+def invalid_record(episode: dict[str, Any], problem: str) -> dict[str, Any]:
+    """The error row standing for an episode whose rows cannot be stored (bad values blanked)."""
+    row = {column: None if _value_problem(value) else value for column, value in episode.items()}
+    row.update(outcome="error", deal=False, error_class="InvalidRecord", error_message=problem)
+    return row
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
@@ -114,7 +150,14 @@ class ResultsStore:
         return todo, counts
 
     def write(self, key: Key, attempt: int, episode: dict[str, Any], turns: list[dict[str, Any]]) -> Path:
-        """Store one finished attempt atomically; the status follows ``episode['outcome']``."""
+        """Store one finished attempt atomically; the status follows ``episode['outcome']``.
+
+        Rows are checked first: an episode with a value no table can hold (a 100-bit token
+        count, a list, unstorable text) is stored as an ``InvalidRecord`` error, never as ``ok``
+        (a rerun with ``retry_errors`` plays it again; compaction cannot be poisoned).
+        """
+        if (problem := record_problem(episode, turns)) is not None:
+            episode, turns = invalid_record(episode, problem), []
         status = "error" if episode.get("outcome") == "error" else "ok"
         path = self._shard_path(key, attempt, status)
         clean = redactor()
@@ -144,30 +187,62 @@ class ResultsStore:
         for found in self.scan().values():
             yield self._read(found.path)
 
-    def frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """``(episodes, turns)``: the latest attempt per key, sorted by key (and turn)."""
+    def frames(self, *, validate: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """``(episodes, turns)``: the latest attempt per key, sorted by key (and turn).
+
+        ``validate``: a stored shard whose rows no table can hold (written by an older version)
+        becomes its ``InvalidRecord`` error row; without it, that happens only when the tables
+        cannot be built otherwise.
+        """
         shards = sorted(self.latest_shards(), key=lambda s: tuple(s["key"][k] for k in KEY))
-        rows = [s["episode"] for s in shards]
-        order = next((list(r) for r in rows if r.get("outcome") != "error"), [])
-        episodes = pd.DataFrame(rows)
-        if not episodes.empty:
-            columns = order + [c for c in episodes.columns if c not in order]
-            episodes = episodes[columns].reset_index(drop=True)
-        turns = pd.DataFrame([t for s in shards for t in s["turns"]])
-        return episodes, turns
+        if not validate:
+            try:
+                return _frames_of(shards)
+            except _TABLE_ERRORS:  # an unstorable value in some shard: validate them all
+                validate = True
+        for shard in shards:
+            if (problem := record_problem(shard["episode"], shard["turns"])) is not None:
+                shard["episode"], shard["turns"] = invalid_record(shard["episode"], problem), []
+        return _frames_of(shards)
 
     def compact(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """Write ``episodes.parquet`` and ``turns.parquet`` (each atomically) and return them."""
+        """Write ``episodes.parquet`` and ``turns.parquet`` (each atomically) and return them.
+
+        Never fails on what is stored: if the tables cannot be written, the shards are read
+        again with ``validate`` (unstorable episodes become error rows) and written.
+        """
         episodes, turns = self.frames()
+        try:
+            self._write_tables(episodes, turns)
+        except _TABLE_ERRORS:
+            episodes, turns = self.frames(validate=True)
+            self._write_tables(episodes, turns)
+        return episodes, turns
+
+    def _write_tables(self, episodes: pd.DataFrame, turns: pd.DataFrame) -> None:
         for frame, name in ((episodes, "episodes.parquet"), (turns, "turns.parquet")):
             tmp = self.root / f".{name}.{os.getpid()}.tmp"
-            frame.to_parquet(tmp, index=False)
+            try:
+                frame.to_parquet(tmp, index=False)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
             os.replace(tmp, self.root / name)
-        return episodes, turns
 
     def lock(self) -> _StoreLock:
         """An exclusive lock on the store (released when the process dies, even by SIGKILL)."""
         return _StoreLock(self.root / ".lock")
+
+
+def _frames_of(shards: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows = [s["episode"] for s in shards]
+    order = next((list(r) for r in rows if r.get("outcome") != "error"), [])
+    episodes = pd.DataFrame(rows)
+    if not episodes.empty:
+        columns = order + [c for c in episodes.columns if c not in order]
+        episodes = episodes[columns].reset_index(drop=True)
+    turns = pd.DataFrame([t for s in shards for t in s["turns"]])
+    return episodes, turns
 
 
 class _StoreLock:

@@ -99,3 +99,34 @@ def test_one_writer_at_a_time(tmp_path):
                 pass
     with store.lock():  # released
         pass
+
+
+def test_a_row_no_table_can_hold_is_stored_as_an_error_not_as_ok(tmp_path):
+    """Regression: a huge token count was stored as ok, then every compaction raised
+    OverflowError and reruns skipped the key, until the shard was deleted by hand."""
+    store = ResultsStore(tmp_path)
+    path = store.write(A, 1, row(A, tokens_in_seller=10**30), turns(A, 2))
+    assert path.name.endswith(".error.json")
+    store.write(B, 1, row(B), turns(B, 1))
+    episodes, turns_df = store.compact()
+    bad = episodes.set_index("domain").loc["used_car"]
+    assert (bad.outcome, bad.error_class) == ("error", "InvalidRecord")
+    assert "tokens_in_seller" in bad.error_message and pd.isna(bad.tokens_in_seller)
+    assert set(turns_df.domain) == {"job_offer"}
+    todo, _ = store.plan([A, B], retry_errors=True)
+    assert todo == [(A, 2)]
+
+
+@pytest.mark.parametrize("value", [10**30, [1, 2], {"a": 1}, "bad \ud800 text"])
+def test_compaction_never_fails_on_a_stored_shard(tmp_path, value):
+    """A shard written as ok by an older version with an unstorable value still compacts."""
+    store = ResultsStore(tmp_path)
+    store.write(B, 1, row(B), turns(B, 1))
+    poisoned = store._shard_path(A, 1, "ok")
+    poisoned.write_text(json.dumps({"version": 1, "key": dict(zip(["arm", "domain", "seed", "buyer"], A)),
+                                    "attempt": 1, "episode": row(A, cost=value), "turns": turns(A, 1)}))
+    episodes, _ = store.compact()
+    assert len(pd.read_parquet(tmp_path / "episodes.parquet")) == len(episodes) == 2
+    if value == 10**30:
+        assert sorted(episodes.outcome) == ["deal", "error"]
+    assert (tmp_path / "episodes.parquet").exists() and not list(tmp_path.glob(".*.tmp"))
