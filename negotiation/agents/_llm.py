@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import time
 import warnings
 from typing import Any, Literal
@@ -37,7 +38,7 @@ from negotiation.agents._llm_sampling import (
     plan_sampling,
     warn_drift,
 )
-from negotiation.agents._llm_secrets import forbid_inline_secrets
+from negotiation.agents._llm_secrets import forbid_inline_secrets, register_secret_env
 from negotiation.agents._llm_transport import CallFailure, HttpTransport, LitellmTransport
 from negotiation.agents._spec import AgentSpec
 from negotiation.env import Reply, Role, View
@@ -47,6 +48,16 @@ from negotiation.errors import ConfigError
 
 _HTTP_PROVIDERS = ("openai", "hosted_vllm")
 _SAMPLING_CASTS = {"temperature": float, "top_p": float, "top_k": int, "max_tokens": int}
+_SETTINGS_OPTIONS = {"sampling", "study", "prompt", "timeout", "max_attempts", "max_concurrency", "thinking",
+                     *_SAMPLING_CASTS}
+LLM_OPTIONS = frozenset({*_SETTINGS_OPTIONS, "transport", "api_base", "api_key_env", "usd_per_mtok_in",
+                         "usd_per_mtok_out", "seed"})
+"""Options a ``litellm:`` spec reads (any other is refused, naming these)."""
+VLLM_OPTIONS = LLM_OPTIONS | {"executable", "size", "tp", "max_model_len", "gpu_memory_utilization",
+                              "served_model_name", "host", "port", "startup_timeout"}
+"""Options a ``vllm:`` spec reads."""
+HF_OPTIONS = frozenset({*_SETTINGS_OPTIONS, "device"})
+"""Options an ``hf:`` spec reads."""
 
 
 class LLMSettings(BaseModel):
@@ -220,12 +231,15 @@ def resolve_settings(spec: AgentSpec, role: Role, settings: LLMSettings | None) 
             raise ConfigError(f"agent spec {spec.text!r}:prompt: unknown variant {spec.options['prompt']!r}; "
                               f"known: {sorted(PROMPT_TEMPLATES)}")
         updates["prompt"] = spec.options["prompt"]
-    retry = {k: spec.option(o, None, c) for k, o, c in (("timeout_s", "timeout", float), ("max_attempts", "max_attempts", int))
-             if o in spec.options}
-    if retry:
-        updates["retry"] = settings.retry.model_copy(update=retry)
+    retry = {}
+    if "timeout" in spec.options:
+        retry["timeout_s"] = spec.option("timeout", None, float, lo=0, hi=86_400, lo_open=True)
+    if "max_attempts" in spec.options:
+        retry["max_attempts"] = spec.option("max_attempts", None, int, lo=1, hi=100)
+    if retry:  # validated again by the model (model_copy would skip its constraints)
+        updates["retry"] = type(settings.retry).model_validate({**settings.retry.model_dump(), **retry})
     if "max_concurrency" in spec.options:
-        updates["max_concurrency"] = spec.option("max_concurrency", 64, int)
+        updates["max_concurrency"] = spec.option("max_concurrency", 64, int, lo=1, hi=4096)
     return settings.model_copy(update=updates) if updates else settings
 
 
@@ -235,6 +249,11 @@ def build_llm_agent(spec: AgentSpec, role: Role, settings: LLMSettings, *, model
     forbid_inline_secrets(spec.text, spec.options)
     provider = model.split("/", 1)[0] if "/" in model else "openai"
     api_key_env = spec.option("api_key_env", None)
+    if api_key_env is not None:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", api_key_env):
+            raise ConfigError(f"agent spec {spec.text!r}:api_key_env: expected an environment variable name, "
+                              f"got {api_key_env!r}")
+        register_secret_env(api_key_env)  # its value is redacted whatever the variable is called
     http = api_base is not None and provider in _HTTP_PROVIDERS and not force_litellm
     if http:
         transport: Any = HttpTransport(api_base, model.split("/", 1)[-1], api_key_env=api_key_env,  # type: ignore[arg-type]
@@ -245,8 +264,12 @@ def build_llm_agent(spec: AgentSpec, role: Role, settings: LLMSettings, *, model
                                      timeout_s=settings.retry.timeout_s)
         supported = transport.supported_params()
     sending = settings.sampling.with_overrides(spec_sampling_overrides(spec))
-    price = price_for(model, spec.option("usd_per_mtok_in", None, float), spec.option("usd_per_mtok_out", None, float))
-    send_seed = spec.option("seed", "true").lower() != "false"
+    price = price_for(model, spec.option("usd_per_mtok_in", None, float, lo=0),
+                      spec.option("usd_per_mtok_out", None, float, lo=0))
+    send_seed = spec.option("seed", "true").lower()
+    if send_seed not in ("true", "false"):
+        raise ConfigError(f"agent spec {spec.text!r}:seed: expected true or false, got {send_seed!r}")
+    send_seed = send_seed == "true"
     return LLMAgent(spec.text, role, transport, settings, sending=sending, provider=provider,
                     openai_compatible=api_base is not None and provider in _HTTP_PROVIDERS,
                     supported=supported, price=price, endpoint=api_base or provider, send_seed=send_seed)
@@ -254,6 +277,7 @@ def build_llm_agent(spec: AgentSpec, role: Role, settings: LLMSettings, *, model
 
 def make_litellm_agent(spec: AgentSpec, role: Role, settings: LLMSettings | None = None) -> LLMAgent:
     """Factory for ``litellm:<provider/model>`` specs."""
+    spec.check_known(LLM_OPTIONS)
     transport = spec.option("transport", "auto")
     if transport not in ("auto", "http", "litellm"):
         raise ConfigError(f"agent spec {spec.text!r}:transport: expected auto, http or litellm, got {transport!r}")
@@ -269,6 +293,7 @@ def make_vllm_agent(spec: AgentSpec, role: Role, settings: LLMSettings | None = 
     """Factory for ``vllm:<checkpoint>``: starts ``vllm serve`` (see ``_llm_vllm``) or uses ``api_base``."""
     from negotiation.agents._llm_vllm import attach_vllm_server
 
+    spec.check_known(VLLM_OPTIONS)
     return attach_vllm_server(spec, role, resolve_settings(spec, role, settings), serve)
 
 
@@ -276,4 +301,5 @@ def make_hf_agent(spec: AgentSpec, role: Role, settings: LLMSettings | None = No
     """Factory for ``hf:<model dir>``: a local transformers model (imported on first use)."""
     from negotiation.agents._llm_hf import HfAgent
 
+    spec.check_known(HF_OPTIONS)
     return HfAgent(spec, role, resolve_settings(spec, role, settings))

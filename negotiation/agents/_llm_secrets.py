@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 _SECRET_NAME = re.compile(r"(API_?KEY|_KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$|API_?KEY", re.IGNORECASE)
 _BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE)
@@ -72,13 +72,33 @@ def redact_obj(value: Any, environ: dict[str, str] | None = None) -> Any:
     return redact_obj_with(value, redactor(environ))
 
 
-def forbid_inline_secrets(spec_text: str, options: Iterable[str]) -> None:
-    """Refuse specs that carry a credential instead of naming its environment variable."""
+_SECRET_OPTION = re.compile(r"(key|token|secret|passw(or)?d|pwd|credentials?|auth(orization)?|bearer|cookie)$"
+                            r"|apikey|secret|passw|credential|bearer|accesstoken|authtoken")
+
+
+def is_secret_option(key: str) -> bool:
+    """Whether an option name, spelled any way (``key``, ``api-key``, ``API_KEY``, ``apiKey``,
+    ``access.token``), would carry a credential; ``<name>_env`` naming a variable is fine."""
+    folded = re.sub(r"[^a-z0-9]", "", key.lower())
+    return not folded.endswith("env") and bool(_SECRET_OPTION.search(folded))
+
+
+def forbid_inline_secrets(spec_text: str, options: Mapping[str, str] | Iterable[str]) -> None:
+    """Refuse specs that carry a credential instead of naming its environment variable.
+
+    Refused: an option whose name means a credential under any spelling, and any value shaped
+    like a key (``sk-…``, ``Bearer …``) whatever its option is called.
+    """
     from negotiation.errors import ConfigError
 
+    values = options if isinstance(options, Mapping) else {}
     for key in options:
-        if _SECRET_NAME.search(key) and not key.endswith("_env"):
-            raise ConfigError(
-                f"agent spec {redact(spec_text)!r}:{key}: secrets come from the environment only; "
-                f"use {key}_env=<VARIABLE NAME> instead"
-            )
+        value = values.get(key, "")
+        # The refused value never appears in the message (it may be a real key).
+        shown = redact(spec_text.replace(value, "<redacted>") if isinstance(value, str) and value else spec_text)
+        if is_secret_option(key):
+            raise ConfigError(f"agent spec {shown!r}:{key}: secrets come from the environment only; "
+                              f"use api_key_env=<VARIABLE NAME> instead")
+        if isinstance(value, str) and (_KEY_LIKE.search(value) or _BEARER.search(value)):
+            raise ConfigError(f"agent spec {shown!r}:{key}: the value looks like a credential; "
+                              "secrets come from the environment only (api_key_env=<VARIABLE NAME>)")

@@ -171,5 +171,6 @@ class PolicyAgent:
 
 
 def make_policy_agent(spec: AgentSpec, role: Role) -> PolicyAgent:
-    """Factory for ``policy:<checkpoint dir>`` specs."""
+    """Factory for ``policy:<checkpoint dir>`` specs (no options)."""
+    spec.check_known(())
     return PolicyAgent(spec.text, role, Policy.load(spec.target))

@@ -99,22 +99,25 @@ class ScriptedAgent:
 
 
 _DEFAULT_E = {"boulware": 0.2, "conceder": 2.0, "linear": 1.0}
+_OPTIONS = {**{p: ("e", "start", "floor") for p in _DEFAULT_E}, "titfortat": ("start", "floor", "delta", "drift"),
+            "fixed": ("target",)}
 
 
 def make_scripted(spec: AgentSpec, role: Role) -> ScriptedAgent:
     """Factory for ``scripted:<persona>`` specs (see module docstring for options)."""
     persona = spec.target
-    floor = spec.option("floor", 0.5, float)
+    if persona in _OPTIONS:
+        spec.check_known(_OPTIONS[persona])
+    share = {"lo": 0.0, "hi": 1.0}  # utilities and fractions of the range
+    floor = spec.option("floor", 0.5, float, **share)
     if persona in _DEFAULT_E:
-        e = spec.option("e", _DEFAULT_E[persona], float)
-        if e <= 0:
-            raise ConfigError(f"agent spec {spec.text!r}:e: must be > 0, got {e}")
-        return ScriptedAgent(spec.text, role, TimeConcession(e, spec.option("start", 1.0, float), floor))
+        e = spec.option("e", _DEFAULT_E[persona], float, lo=0, hi=1000, lo_open=True)
+        return ScriptedAgent(spec.text, role, TimeConcession(e, spec.option("start", 1.0, float, **share), floor))
     if persona == "titfortat":
-        strategy = TitForTat(spec.option("start", 0.95, float), floor, spec.option("delta", 1.0, float),
-                             spec.option("drift", 0.1, float))
+        strategy = TitForTat(spec.option("start", 0.95, float, **share), floor,
+                             spec.option("delta", 1.0, float, lo=0, hi=1000), spec.option("drift", 0.1, float, **share))
         return ScriptedAgent(spec.text, role, strategy)
     if persona == "fixed":
-        return ScriptedAgent(spec.text, role, Fixed(spec.option("target", 0.8, float)), holds=True)
+        return ScriptedAgent(spec.text, role, Fixed(spec.option("target", 0.8, float, **share)), holds=True)
     known = ", ".join(sorted([*_DEFAULT_E, "titfortat", "fixed"]))
     raise ConfigError(f"agent spec {spec.text!r}:persona: unknown {persona!r}; known: {known}")

@@ -6,11 +6,14 @@ never imports torch or litellm. Secrets never appear in specs: they come from th
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 from urllib.parse import parse_qsl
 
+from negotiation.agents._llm_secrets import forbid_inline_secrets
 from negotiation.env import Role
 from negotiation.errors import ConfigError
 
@@ -33,14 +36,46 @@ class AgentSpec:
     options: dict[str, str] = field(default_factory=dict)
     text: str = ""
 
-    def option(self, key: str, default: Any, cast: Callable[[str], Any] = str) -> Any:
-        """Typed option value, with an error naming the spec, key and value."""
+    def option(self, key: str, default: Any, cast: Callable[[str], Any] = str, *,
+               lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> Any:
+        """Typed option value, with an error naming the spec, key, value and what is allowed.
+
+        Numbers must be finite and, when given, within ``[lo, hi]`` (``(lo, hi]`` with
+        ``lo_open``): ``timeout=-5``, ``e=nan`` or ``floor=1e309`` are refused here.
+        """
         if key not in self.options:
             return default
+        raw = self.options[key]
+        allowed = _allowed(cast, lo, hi, lo_open)
         try:
-            return cast(self.options[key])
-        except ValueError as exc:
-            raise ConfigError(f"agent spec {self.text!r}:{key}: cannot read {self.options[key]!r} ({exc})") from exc
+            value = cast(raw)
+        except (ValueError, OverflowError) as exc:
+            raise ConfigError(f"agent spec {self.text!r}:{key}: cannot read {raw!r}; expected {allowed}") from exc
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            bad = not math.isfinite(value) or (lo is not None and (value <= lo if lo_open else value < lo)) \
+                or (hi is not None and value > hi)
+            if bad:
+                raise ConfigError(f"agent spec {self.text!r}:{key}: {raw!r} is out of range; expected {allowed}")
+        return value
+
+    def check_known(self, known: Iterable[str]) -> None:
+        """Refuse an option this kind does not read (a typo such as ``tempreature``)."""
+        names = sorted(set(known))
+        for key in self.options:
+            if key not in names:
+                close = difflib.get_close_matches(key, names, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ConfigError(f"agent spec {self.text!r}:{key}: unknown option for kind {self.kind!r}{hint}; "
+                                  f"known: {', '.join(names) or 'none'}")
+
+
+def _allowed(cast: Callable[[str], Any], lo: float | None, hi: float | None, lo_open: bool) -> str:
+    kind = {int: "an integer", float: "a finite number"}.get(cast, "a value")  # type: ignore[call-overload]
+    if lo is None and hi is None:
+        return kind
+    low = "" if lo is None else f"{'>' if lo_open else '>='} {lo:g}"
+    high = "" if hi is None else f"<= {hi:g}"
+    return f"{kind} {' and '.join(p for p in (low, high) if p)}"
 
 
 def parse_spec(text: str) -> AgentSpec:
@@ -54,6 +89,7 @@ def parse_spec(text: str) -> AgentSpec:
     if not target:
         raise ConfigError(f"agent spec {text!r}:target: empty")
     options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=False)) if query else {}
+    forbid_inline_secrets(text, options)
     return AgentSpec(kind, target, options, text)
 
 

@@ -39,6 +39,7 @@ _TEMPLATE_TAG = re.compile(
     re.IGNORECASE,
 )
 _JSON_LEAK = re.compile(r"[{}\[\]]|\"(?:action|terms|name|value)\"\s*:")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _OBJECT_START = re.compile(r'\{\s*(?:\}|"[^"\\]*(?:\\.[^"\\]*)*"\s*:)')  # `{}` or `{"key":` opens an object
 _MAX_CHARS = 65_536
 """Characters of one message that are parsed; a longer message fails as ``too_long``."""
@@ -210,7 +211,7 @@ def valid_text(text: Any) -> str:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+            text = _SURROGATE.sub("\ufffd", text)
     return text
 
 

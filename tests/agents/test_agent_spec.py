@@ -39,7 +39,7 @@ def test_bad_option_value_names_spec_key_and_value():
 def test_scripted_factory_errors():
     with pytest.raises(ConfigError, match=r"'scripted:nope':persona: unknown 'nope'; known: boulware, conceder"):
         make_agent("scripted:nope", "buyer")
-    with pytest.raises(ConfigError, match=r"'scripted:conceder\?e=0':e: must be > 0, got 0.0"):
+    with pytest.raises(ConfigError, match=r"'scripted:conceder\?e=0':e: '0' is out of range; expected a finite number > 0"):
         make_agent("scripted:conceder?e=0", "buyer")
 
 
@@ -58,3 +58,42 @@ def test_registered_kinds_resolve_lazily(monkeypatch):
     register_kind("ghost", "negotiation_ghost_module:make")
     with pytest.raises(ConfigError, match=r"kind 'ghost' needs a package that is missing \(negotiation_ghost_module\)"):
         make_agent("ghost:x", "seller")
+
+
+# Regression: max_concurrency=0 hung forever, -1 crashed, timeout=-5 made every call an error
+# row; max_attempts=0, e=nan, target=-inf, floor=1e309 and typos were accepted silently.
+@pytest.mark.parametrize("spec, option, allowed", [
+    ("litellm:openai/m?max_concurrency=0", "max_concurrency", "an integer >= 1 and <= 4096"),
+    ("litellm:openai/m?max_concurrency=-1", "max_concurrency", "an integer >= 1"),
+    ("litellm:openai/m?timeout=-5", "timeout", "a finite number > 0"),
+    ("litellm:openai/m?timeout=inf", "timeout", "a finite number > 0"),
+    ("litellm:openai/m?max_attempts=0", "max_attempts", "an integer >= 1"),
+    ("litellm:openai/m?usd_per_mtok_in=-1", "usd_per_mtok_in", "a finite number >= 0"),
+    ("litellm:openai/m?seed=maybe", "seed", "true or false"),
+    ("litellm:openai/m?tempreature=0.1", "tempreature", "did you mean 'temperature'"),
+    ("litellm:openai/m?api_key_env=not%20a%20name", "api_key_env", "an environment variable name"),
+    ("scripted:boulware?e=nan", "e", "a finite number > 0"),
+    ("scripted:fixed?target=-inf", "target", "a finite number >= 0 and <= 1"),
+    ("scripted:linear?floor=1e309", "floor", "a finite number >= 0 and <= 1"),
+    ("scripted:titfortat?drift=2", "drift", "<= 1"),
+    ("scripted:fixed?floor=0.2", "floor", "known: target"),
+    ("policy:some/dir?x=1", "x", "known: none"),
+])
+def test_agent_options_are_validated_by_kind(spec, option, allowed):
+    with pytest.raises(ConfigError) as info:
+        make_agent(spec, "seller")
+    message = str(info.value)
+    assert f":{option}:" in message and allowed in message, message
+
+
+@pytest.mark.parametrize("option", ["key", "api-key", "API_KEY", "apiKey", "api.key", "token", "access_token",
+                                    "password", "secret", "Authorization", "bearer", "credentials"])
+def test_inline_keys_are_refused_under_any_spelling(option):
+    with pytest.raises(ConfigError, match="secrets come from the environment only") as info:
+        parse_spec(f"litellm:openai/m?{option}=hunter2hunter2")
+    assert "hunter2hunter2" not in str(info.value)
+
+
+def test_a_key_shaped_value_is_refused_whatever_its_option():
+    with pytest.raises(ConfigError, match="looks like a credential"):
+        parse_spec("litellm:openai/m?api_base=http://h/v1&note=sk-abcdefghijklmnop1234")

@@ -176,3 +176,70 @@ def test_a_run_against_a_hostile_provider_ends_in_error_rows(tmp_path):
     episodes, _ = store.frames()
     assert progress.errors == 2 and set(episodes.outcome) == {"error"}
     assert episodes.error_message.str.len().gt(0).all()
+
+
+class EchoServer(RawServer):
+    """A provider that echoes the caller's credential in its content and, every third call, in an error."""
+
+    def _serve(self) -> None:
+        calls = 0
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                request = conn.recv(65536).decode("latin-1")
+                key = next((line.split("Bearer ", 1)[1].strip() for line in request.split("\r\n")
+                            if line.lower().startswith("authorization:")), "")
+                calls += 1
+                if calls % 3 == 0:
+                    reply = response(401, json.dumps({"error": {"message": f"bad key {key}"}}).encode())
+                else:
+                    content = (f"Your key is {key}. " + json.dumps(
+                        {"action": "COUNTER", "terms": [{"name": "price", "value": 5}], "notes": key}))
+                    reply = response(200, json.dumps({"choices": [{"message": {"content": content}}],
+                                                      "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode())
+                conn.sendall(reply)
+
+
+@pytest.mark.parametrize("key", ["plain-looking-credential-42", "0123456789abcdef0123", "Zq9_x.y~z/w+v=="])
+def test_a_key_the_provider_echoes_is_in_no_written_file(tmp_path, monkeypatch, key):
+    """Regression: with api_key_env=PLANTED_CRED and a key not shaped like sk-..., an echoing
+    provider put the key verbatim in shards, turns.parquet and error_message."""
+    import pandas as pd
+
+    from negotiation.agents import make_agent
+    from negotiation.agents._llm import make_litellm_agent
+    from negotiation.evaluation import CellSpec, ResultsStore, env_config, run_cell
+    from negotiation.protocol import load_study
+
+    monkeypatch.setenv("PLANTED_CRED", key)
+    demo = load_study("demo").protocol
+    server = EchoServer([b""])
+    spec = f"litellm:openai/m?api_base={server.api_base}&api_key_env=PLANTED_CRED&max_attempts=1"
+    cell = CellSpec(study="demo", arm="echo", seller=spec, buyers={"b": "scripted:conceder"},
+                    domains=("used_car",), seeds=(1, 2, 3), dirichlet_alpha=demo.environment.dirichlet_alpha)
+
+    def factory(text, role):
+        from negotiation.agents import parse_spec
+
+        return make_agent(text, role) if text.startswith("scripted:") else make_litellm_agent(parse_spec(text), role)
+
+    store = ResultsStore(tmp_path / "out")
+    try:
+        asyncio.run(run_cell(cell, store, env_config(demo), factory, concurrency=1))
+    finally:
+        server.close()
+    episodes, turns = store.compact()
+    assert (episodes.outcome == "error").any() and len(turns) > 0
+    for path in (tmp_path / "out").rglob("*"):
+        if path.suffix == ".parquet":
+            frame = pd.read_parquet(path)
+            text = frame.astype(str).to_csv()
+        elif path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+        else:
+            continue
+        assert key not in text, path
+    assert "[redacted:PLANTED_CRED]" in "".join(turns.raw)

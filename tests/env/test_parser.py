@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -132,4 +133,4 @@ def test_a_well_formed_counter_round_trips(prose, terms):
     payload = {"action": "COUNTER", "terms": [{"name": n, "value": v} for n, v in terms]}
     p = parse_message(f"{prose}\n{json.dumps(payload)}")
     assert p.ok and p.terms == tuple(terms)
-    assert p.prose == " ".join(prose.split())
+    assert p.prose == " ".join(re.sub("[\ud800-\udfff]", "\ufffd", prose).split())  # lone surrogates replaced
