@@ -30,3 +30,32 @@ def _edit(path: Path, old: str, new: str) -> None:
 def edit():
     """``edit(path, old, new)``: replace the one exact occurrence of ``old`` in a file."""
     return _edit
+
+
+def tiny_lm_protocol():
+    """The lm study's protocol with a corpus cut to one persona and one seed per domain, so a
+    tokenizer trains in about a second (the shapes and the template are the study's own)."""
+    from negotiation.protocol import load_study
+
+    protocol = load_study("lm").protocol
+    corpus = protocol.warm_start.corpus.model_copy(update={
+        "sellers": protocol.warm_start.corpus.sellers[:1], "train_seeds_per_domain": 1,
+        "validation_seeds_per_domain": 1})
+    recipe = protocol.warm_start.model_copy(update={
+        "corpus": corpus, "steps": 2, "batch_sequences": 2, "warmup_steps": 1, "validation_every": 2,
+        "validation_chats": 2})
+    return protocol.model_copy(update={"warm_start": recipe})
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Hugging Face folder holding the lm study's smallest size (``lm_xs``), untrained, with a
+    tokenizer trained on a cut corpus: what ``hf:``/``vllm:`` sellers and trainers load. Built
+    once per test session in a few seconds; treat it as read-only (copy it to change it)."""
+    from negotiation.lm import write_base, write_tokenizer
+
+    protocol = tiny_lm_protocol()
+    base = tmp_path_factory.mktemp("tiny_lm")
+    write_tokenizer(protocol, base / "tokenizer")
+    write_base(protocol, "lm_xs", base / "tokenizer", base / "lm_xs", steps=0)
+    return base / "lm_xs"

@@ -16,6 +16,7 @@ from negotiation.protocol._schema_eval import (
     ReadRule,
     Statistics,
 )
+from negotiation.protocol._schema_lm import LmTokenizer, WarmStart
 from negotiation.protocol._schema_recipe import Recipe, Size
 
 __all__ = ["Protocol"]
@@ -62,6 +63,10 @@ class Protocol(StrictModel):
     """The pre-run pilot gate."""
     held_out_doubling: HeldOutDoubling
     """The held-out doubling rule."""
+    tokenizer: LmTokenizer | None = None
+    """The language-model ladder's tokenizer (``lm`` sizes only)."""
+    warm_start: WarmStart | None = None
+    """The ladder's imitation warm start (``lm`` sizes only)."""
 
     def design_problems(self) -> list[tuple[str, str]]:
         """``(key, reason)`` for every count that does not add up (the loader reports them)."""
@@ -91,6 +96,21 @@ class Protocol(StrictModel):
                 "held_out_doubling.trigger_size",
                 f"{self.held_out_doubling.trigger_size!r} is not one of sizes {sorted(self.sizes)}",
             ))
+        return problems + self._lm_problems()
+
+    def _lm_problems(self) -> list[tuple[str, str]]:
+        """The ladder's sections exist exactly when an ``lm`` size does, and its corpus seeds fit."""
+        lm_sizes = sorted(k for k, v in self.sizes.items() if v.kind == "lm")
+        problems = [(key, f"required by the lm sizes {lm_sizes}") for key in ("tokenizer", "warm_start")
+                    if lm_sizes and getattr(self, key) is None]
+        problems += [(key, "only lm sizes use it; no size has kind lm") for key in ("tokenizer", "warm_start")
+                     if not lm_sizes and getattr(self, key) is not None]
+        if self.warm_start is not None:
+            corpus = self.warm_start.corpus
+            used = corpus.train_seeds_per_domain + corpus.validation_seeds_per_domain
+            if used > self.seeds.training.size:
+                problems.append(("warm_start.corpus", f"train + validation seeds per domain ({used}) exceed "
+                                 f"seeds.training ({self.seeds.training.size}), so they would overlap"))
         return problems
 
     def recipe_for(self, size: str) -> Recipe:

@@ -175,4 +175,6 @@ class PolicySize(StrictModel):
     """Seed of the initial weights, shared by every run and the base arm of this size."""
 
 
-Size = Annotated[LlmSize | PolicySize, Field(discriminator="kind")]
+from negotiation.protocol._schema_lm import LmSize  # noqa: E402 - the ladder's sizes live with the ladder
+
+Size = Annotated[LlmSize | PolicySize | LmSize, Field(discriminator="kind")]

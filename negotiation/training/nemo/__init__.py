@@ -20,7 +20,7 @@ from negotiation.training.nemo._state import (
     ENV_NAME, TASK_NAME, EpisodeState, NemoEnvSettings, env_settings, protocol_env_settings, replay,
 )
 from negotiation.training.nemo._step import NegotiationStepLogic, StepOutcome, return_metrics
-from negotiation.training.nemo._turn_tags import (
+from negotiation.lm import (
     TurnTagError, TurnTags, check_round_trip, derive_turn_tags, template_kwargs,
 )
 

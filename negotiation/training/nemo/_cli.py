@@ -21,7 +21,7 @@ from negotiation.training.nemo._config import (
 )
 from negotiation.training.nemo._plan import RunPaths, plan_run, resolve_tracking_uri
 from negotiation.training.nemo._state import env_settings
-from negotiation.training.nemo._turn_tags import derive_turn_tags, template_kwargs
+from negotiation.lm import derive_turn_tags, template_kwargs
 
 __all__ = ["default_runs_dir", "load_hf_tokenizer", "train_config"]
 

@@ -26,7 +26,7 @@ from negotiation.protocol import Study
 from negotiation.training.nemo._dataset import validation_count
 from negotiation.training.nemo._plan import RunPaths, RunPlan
 from negotiation.training.nemo._state import ENV_NAME, NemoEnvSettings
-from negotiation.training.nemo._turn_tags import TurnTags, template_kwargs
+from negotiation.lm import TurnTags, template_kwargs
 
 __all__ = ["BASE_CONFIG", "DEFAULT_PROMPT_BUILDER", "grpo_config", "llm_size", "lr_schedule",
            "stop_token_ids", "write_train_config"]

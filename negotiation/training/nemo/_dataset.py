@@ -19,7 +19,7 @@ from negotiation.protocol import Protocol
 from negotiation.training import TrainItem, training_items, validation_items
 from negotiation.training._protocol import _data as training_data  # the protocol -> TrainData mapping
 from negotiation.training.nemo._state import TASK_NAME, EpisodeState, NemoEnvSettings, replay
-from negotiation.training.nemo._turn_tags import ChatTokenizer
+from negotiation.lm import ChatTokenizer
 
 __all__ = [
     "PromptBuilder", "build_datums", "load_prompt_builder", "training_scenarios", "validation_count",

@@ -28,7 +28,7 @@ from negotiation.training.nemo._dataset import (
 )
 from negotiation.training.nemo._plan import RunPlan
 from negotiation.training.nemo._state import ENV_NAME, TASK_NAME, NemoEnvSettings, replay
-from negotiation.training.nemo._turn_tags import DEFAULT_HISTORY, check_round_trip, derive_turn_tags
+from negotiation.lm import DEFAULT_HISTORY, check_round_trip, derive_turn_tags
 
 __all__ = ["RUN_RECORD", "launch_training", "read_train_config"]
 

@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.env import Domain, EnvConfig, Negotiation, Scenario, load_domain, make_scenario
-from negotiation.training.nemo._turn_tags import TurnTags
+from negotiation.lm import TurnTags
 
 __all__ = ["ENV_NAME", "TASK_NAME", "EpisodeState", "NemoEnvSettings", "env_settings", "protocol_env_settings",
            "replay"]

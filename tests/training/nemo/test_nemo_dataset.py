@@ -91,7 +91,7 @@ def test_the_default_prompt_builder_renders_and_round_trips_on_both_templates():
     from negotiation.training.nemo import check_round_trip
     from negotiation.training.nemo._config import DEFAULT_PROMPT_BUILDER
     from negotiation.training.nemo._state import replay
-    from negotiation.training.nemo._turn_tags import DEFAULT_HISTORY
+    from negotiation.lm import DEFAULT_HISTORY
     from tests.training.nemo.chat_fixtures import conventional
 
     builder = load_prompt_builder(DEFAULT_PROMPT_BUILDER)

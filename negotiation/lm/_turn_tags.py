@@ -7,6 +7,10 @@ header and closer, and the generation prompt of the next model turn. Those strin
 checkpoint (E-series Gemma 4 opens a model turn with ``<|turn>model\\n``, the conventional sizes
 add an empty thought channel), so they are read off each tokenizer by differencing renders of a
 probe dialogue, never typed in, and checked on a multi-turn history before training starts.
+
+The same tags build the loss masks of every trainer of language-model sellers (``encode_chat``:
+the NeMo-RL adapter's driver layout, the ladder's warm start and token-level GRPO), so this
+module lives with the models in ``negotiation.lm`` and the NeMo-RL backend imports it from here.
 """
 
 from __future__ import annotations
@@ -18,8 +22,8 @@ from pydantic import BaseModel, ConfigDict
 from negotiation.errors import NegotiationError
 
 __all__ = [
-    "THINKING_TEMPLATE_VAR", "ChatTokenizer", "TurnTagError", "TurnTags", "check_round_trip",
-    "derive_turn_tags", "template_kwargs",
+    "DEFAULT_HISTORY", "THINKING_TEMPLATE_VAR", "ChatTokenizer", "TurnTagError", "TurnTags", "check_round_trip",
+    "derive_turn_tags", "encode_chat", "template_kwargs",
 ]
 
 # Name of the chat-template variable that switches thinking mode. The NeMo-RL notes flag it as
@@ -231,3 +235,29 @@ def check_round_trip(tokenizer: ChatTokenizer, tags: TurnTags, history: Sequence
                            f"token {at}: {ids[at:at + 5]} vs {whole[at:at + 5]}")
     if tokenizer.decode(ids, skip_special_tokens=False) != driver:
         raise TurnTagError("round trip: the rollout's tokens do not decode back to its text")
+
+
+def encode_chat(tokenizer: ChatTokenizer, tags: TurnTags, messages: Sequence[dict[str, str]]
+                ) -> tuple[list[int], list[int]]:
+    """Token ids of a chat built the way the rollout driver builds it, and its loss mask.
+
+    ``messages``: prompt messages (system / user) up to the first assistant turn, then assistant
+    and user turns alternating, ending with an assistant turn. Ids: the prompt rendered with its
+    generation prompt, then per model turn its text and the end-of-turn id (mask 1: the seller's
+    tokens, end-of-turn included so the model learns to stop), then the next user turn as a raw
+    observation (mask 0). ``check_round_trip`` is what guarantees these ids are the template's.
+    Returns ``(ids, mask)``, two lists of equal length.
+    """
+    closed = list(messages) + [{"role": "user", "content": ""}]
+    prompt, pairs = _split_history(closed)
+    ids = list(tokenizer.encode(_render(tokenizer, prompt, True, tags.template_kwargs), add_special_tokens=False))
+    mask = [0] * len(ids)
+    for i, (model_text, user_text) in enumerate(pairs):
+        generated = list(tokenizer.encode(model_text, add_special_tokens=False)) + [tags.end_of_turn_id]
+        ids += generated
+        mask += [1] * len(generated)
+        if i + 1 < len(pairs):
+            observation = list(tokenizer.encode(tags.observation(user_text), add_special_tokens=False))
+            ids += observation
+            mask += [0] * len(observation)
+    return ids, mask
