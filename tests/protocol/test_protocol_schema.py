@@ -75,7 +75,7 @@ def test_each_named_domain_file_must_exist(root):
 
 
 def test_unknown_study_lists_known_ones(root):
-    with pytest.raises(ConfigError, match=r"protocol/nope:<study>: no study 'nope'; known: \['demo', 'paper'\]"):
+    with pytest.raises(ConfigError, match=r"protocol/nope:<study>: no study 'nope'; known: \['demo', 'lm', 'paper'\]"):
         load_study("nope", root)
 
 
