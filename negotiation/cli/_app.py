@@ -1,37 +1,95 @@
-"""The ``nego`` typer app and its error handler.
+"""The ``nego`` typer app and its error boundary.
 
 Command groups live in their own modules and register themselves on ``app`` (see
-``negotiation.cli.__init__``); sub-apps of other packages are mounted there with
-``app.add_typer``. Errors a user can fix (``NegotiationError``) print as one
-``file/arg:key: reason`` line on stderr and exit with status 2, never as a traceback.
+``negotiation.cli.__init__``); commands of other packages are registered lazily
+(``lazy_command``: imported when invoked, so ``nego parse`` never imports torch).
+
+Every failure is one line on stderr, ``error: <file or argument>:<key>: <reason>``, printed as
+plain text (never rich markup, which data could contain), without a traceback: exit 2 for
+input that cannot be used (``NegotiationError``, bad arguments, unreadable files or stdin),
+1 for a run that failed otherwise (``NEGO_TRACEBACK=1`` shows the traceback), 130 when
+interrupted.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
+import traceback
 from typing import Any
 
 import click
 import typer
+from pydantic import ValidationError
+
+try:  # typer >= 0.17 runs on its own copy of click; its usage errors are these
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover - older typer on the real click
+    from click.exceptions import UsageError
+from click.exceptions import Abort as _ClickAbort
+from click.exceptions import Exit as _ClickExit
+
+Exit = (typer.Exit, _ClickExit)
+Abort = (typer.Abort, _ClickAbort)
 from typer.core import TyperGroup
 
-from negotiation.errors import NegotiationError
+from negotiation.errors import NegotiationError, format_validation_error
 
-__all__ = ["EXIT_INPUT", "app", "main"]
+__all__ = ["EXIT_FAILED", "EXIT_INPUT", "app", "lazy_command", "main", "one_line", "run"]
 
 EXIT_INPUT = 2
 """Exit status for input that cannot be used: bad JSON, unknown domain or study, bad agent spec."""
+EXIT_FAILED = 1
+"""Exit status for a run that failed for another reason."""
+_LAZY: dict[str, str] = {}
+
+
+def lazy_command(name: str, target: str) -> None:
+    """Register ``module:attribute`` (a typer app or a command function) as ``nego <name>``.
+
+    The module is imported only when the command is invoked (or help lists it).
+    """
+    _LAZY[name] = target
+
+
+def _load(name: str) -> click.Command:
+    module_name, attribute = _LAZY[name].split(":")
+    obj = getattr(importlib.import_module(module_name), attribute)
+    if isinstance(obj, typer.Typer):
+        command = typer.main.get_group(obj)  # a group even with one subcommand, as add_typer mounts it
+    else:
+        single = typer.Typer()
+        single.command(name)(obj)
+        command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+def one_line(text: str) -> str:
+    """A message as one line: several problems are joined by ``; ``."""
+    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip()) or "(no message)"
 
 
 class _ReportingGroup(TyperGroup):
-    """Turns ``NegotiationError`` from any command, nested sub-apps included, into one line."""
+    """Resolves lazily registered commands; errors are reported by ``main``."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *(n for n in _LAZY if n not in self.commands)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _LAZY:
+            self.add_command(_load(cmd_name), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
+        # Also reached through click's test runner, which does not go through ``run``.
         try:
             return super().invoke(ctx)
-        except NegotiationError as exc:
-            # One line per problem; a multi-problem message (several file:key lines) stays whole.
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_INPUT) from None
+        except (*Exit, *Abort):
+            raise
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary: one line, a status
+            raise typer.Exit(_report(exc)) from None
 
 
 app = typer.Typer(
@@ -40,10 +98,56 @@ app = typer.Typer(
     help="Negotiation RL study registry: domains, scenarios, scoring, parsing and episodes.",
     no_args_is_help=True,
     add_completion=False,
-    pretty_exceptions_show_locals=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
+
+
+def _usage_line(exc: UsageError) -> str:
+    param = getattr(exc, "param", None)
+    where = (param.opts[0] if getattr(param, "opts", None) else getattr(param, "name", None)) or "<arguments>"
+    command = exc.ctx.command_path if exc.ctx is not None else "nego"
+    return f"{command} {where}: {exc.format_message()}"
+
+
+def failure_line(exc: BaseException) -> tuple[str, int]:
+    """``(one-line message, exit status)`` for an exception leaving a command."""
+    if isinstance(exc, NegotiationError):
+        return str(exc), EXIT_INPUT
+    if isinstance(exc, ValidationError):  # options checked by a model: input, named by field
+        return format_validation_error("<options>", exc), EXIT_INPUT
+    if isinstance(exc, UsageError):
+        return _usage_line(exc), EXIT_INPUT
+    if isinstance(exc, (*Abort, KeyboardInterrupt)):
+        return "interrupted", 130
+    if isinstance(exc, UnicodeError):
+        return f"<input>: not valid text ({type(exc).__name__}: {exc})", EXIT_INPUT
+    if isinstance(exc, OSError):
+        where = exc.filename if exc.filename is not None else "<io>"
+        return f"{where}: {exc.strerror or exc}", EXIT_INPUT
+    if os.environ.get("NEGO_TRACEBACK"):
+        traceback.print_exception(exc)
+    return f"{type(exc).__name__}: {exc} (NEGO_TRACEBACK=1 shows where)", EXIT_FAILED
+
+
+def _report(exc: BaseException) -> int:
+    line, status = failure_line(exc)
+    sys.stderr.write(f"error: {one_line(line)}\n")
+    sys.stderr.flush()
+    return status
+
+
+def run(args: list[str] | None = None) -> int:
+    """Run ``nego`` with ``args``; the exit status (every failure reported as one line)."""
+    try:
+        result = app(args=args, prog_name="nego", standalone_mode=False)
+    except Exit as exc:
+        return exc.exit_code
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary: one line, a status
+        return _report(exc)
+    return result if isinstance(result, int) else 0
 
 
 def main() -> None:
     """Console-script entry point (``nego``)."""
-    app()
+    sys.exit(run())

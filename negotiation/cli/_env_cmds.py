@@ -118,7 +118,8 @@ def score_command(
 @app.command("parse")
 def parse_command(as_json: bool = JSON_OPTION) -> None:
     """Parse one message read from stdin: action, terms, the prose shown, error and flags."""
-    parsed = parse_message(typer.get_text_stream("stdin").read())
+    # Bytes, decoded leniently: the parser is total over any text, so is this command.
+    parsed = parse_message(typer.get_binary_stream("stdin").read().decode("utf-8", "replace"))
     payload = {"ok": parsed.ok, "action": parsed.action,
                "terms": [{"name": n, "value": v} for n, v in parsed.terms], "prose": parsed.prose,
                "error": parsed.error, "notes": parsed.notes, "flags": parsed.flags}

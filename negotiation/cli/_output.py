@@ -46,16 +46,25 @@ def jsonable(value: Any) -> Any:
 
 
 def print_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(jsonable(payload), ensure_ascii=False, allow_nan=False, indent=2) + "\n")
+    text = json.dumps(jsonable(payload), ensure_ascii=False, allow_nan=False, indent=2)
+    try:
+        text.encode(sys.stdout.encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):  # a lone surrogate from argv, or a narrow terminal encoding
+        text = json.dumps(jsonable(payload), allow_nan=False, indent=2)
+    sys.stdout.write(text + "\n")
 
 
 def read_json_arg(option: str, text: str) -> Any:
     """Decode a JSON command-line value; a bad one names the option, the position and the text."""
+    shown = text if len(text) <= 60 else text[:57] + "..."
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        shown = text if len(text) <= 60 else text[:57] + "..."
         raise ConfigError(f"{option}: invalid JSON at column {exc.colno}: {exc.msg} (got {shown!r})") from None
+    except RecursionError:
+        raise ConfigError(f"{option}: JSON nested too deeply (got {shown!r})") from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise ConfigError(f"{option}: unusable JSON value: {exc} (got {shown!r})") from None
 
 
 def scenario_for(domain_name: str, seed: int, alpha: float) -> Scenario:

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from negotiation.errors import ConfigError, format_validation_error
+from negotiation.names import check_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOMAINS_DIR = REPO_ROOT / "protocol" / "domains"
@@ -162,6 +163,7 @@ def load_domain_file(path: Path) -> Domain:
 
 def load_domain(name: str, domains_dir: Path | None = None) -> Domain:
     """Load the domain ``name`` from ``protocol/domains/<name>.yaml``."""
+    check_name("domain", name)
     folder = Path(domains_dir) if domains_dir else DOMAINS_DIR
     path = folder / f"{name}.yaml"
     if not path.exists():

@@ -17,11 +17,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from negotiation.agents._llm_retry import RetryPolicy
-from negotiation.errors import NegotiationError, format_validation_error
+from negotiation.errors import ConfigError, NegotiationError, format_validation_error
 from negotiation.evaluation._cell import CellProgress
 from negotiation.evaluation._run import EvaluationResult, RunOptions, evaluate_cell
 from negotiation.evaluation._setup import build_cell, parse_buyers, parse_seeds
 from negotiation.evaluation._standin import FAULT_KINDS, Faults, StandinConfig, StandinServer
+from negotiation.names import check_name
 
 _console = Console(stderr=True)
 
@@ -60,21 +61,25 @@ def evaluate(
                                               "(default: the study's evaluation buyers)"),
     domains: Optional[str] = typer.Option(None, "--domains", help="Comma-separated domains (default: all nine)"),
     seeds: Optional[str] = typer.Option(None, "--seeds", help="A:B = seeds A..B-1 (default: the evaluation block)"),
-    concurrency: int = typer.Option(16, "--concurrency", min=1, help="Episodes in flight"),
+    concurrency: int = typer.Option(16, "--concurrency", min=1, max=4096, help="Episodes in flight"),
     out: Path = typer.Option(..., "--out", help="Results folder (Parquet, shards, accounting)"),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="Rerun episodes stored as error rows"),
     study: str = typer.Option("demo", "--study", help="Study whose protocol supplies environment and sampling"),
     arm: Optional[str] = typer.Option(None, "--arm", help="Arm name for the key column (default: the seller spec)"),
     pilot: bool = typer.Option(True, "--pilot/--no-pilot", help="Run the pilot gate first"),
     deviation: Optional[int] = typer.Option(None, "--deviation", help="Deviation id covering a failed pilot gate"),
-    max_attempts: int = typer.Option(8, "--max-attempts", min=1, help="Attempts per LLM call"),
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per LLM request"),
+    max_attempts: int = typer.Option(8, "--max-attempts", min=1, max=100, help="Attempts per LLM call"),
+    timeout: float = typer.Option(120.0, "--timeout", min=0.001, max=86_400.0, help="Seconds per LLM request"),
     backoff: float = typer.Option(1.0, "--backoff", min=0.0, help="Seconds before the first retry (doubles each time)"),
     backoff_max: float = typer.Option(60.0, "--backoff-max", min=0.0, help="Longest wait between retries"),
 ) -> None:
     """Evaluate a seller against buyers over domains x seeds; resumable, with retries and error rows."""
     try:
         protocol = _load_protocol(study)
+        if arm is not None:
+            check_name("--arm", arm)
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--out:{out}: exists and is not a folder (results are never written over a file)")
         cell = build_cell(protocol, arm=arm or seller, seller=seller,
                           buyers=parse_buyers(buyer) if buyer else None,
                           domains=tuple(d.strip() for d in domains.split(",") if d.strip()) if domains else None,
@@ -91,8 +96,8 @@ def evaluate(
 
             result = asyncio.run(evaluate_cell(cell, out, protocol, protocol_hash=_protocol_hash(study),
                                                options=options, on_progress=on_progress))
-    except NegotiationError as exc:
-        _console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+    except NegotiationError as exc:  # plain text: the message may hold brackets rich would read as markup
+        typer.echo("error: " + "; ".join(line for line in str(exc).splitlines() if line.strip()), err=True)
         raise typer.Exit(2) from None
     _report(result)
     if result.blocked:

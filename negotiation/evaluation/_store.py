@@ -49,7 +49,9 @@ def key_digest(key: Key) -> str:
 
 
 def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80] or "_"
+    """A folder name for an arm (which may be a whole agent spec); never ``.``, ``..`` or hidden."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80] or "_"
+    return "_" + name if name.startswith(".") else name
 
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -120,7 +122,7 @@ class ResultsStore:
         latest: dict[str, Attempt] = {}
         if not self.shards.is_dir():
             return latest
-        for path in self.shards.glob("*/*.json"):
+        for path in self._shard_files():
             m = _SHARD_NAME.match(path.name)
             if m is None:
                 continue
@@ -129,6 +131,12 @@ class ResultsStore:
             if current is None or found.attempt > current.attempt:
                 latest[m.group("digest")] = found
         return latest
+
+    def _shard_files(self) -> Iterator[Path]:
+        """Shard files under ``shards/<arm>/``; symlinks (folders or files) are never followed."""
+        for arm_dir in sorted(self.shards.iterdir()):
+            if arm_dir.is_dir() and not arm_dir.is_symlink():
+                yield from (p for p in arm_dir.glob("*.json") if not p.is_symlink())
 
     def plan(self, keys: list[Key], *, retry_errors: bool) -> tuple[list[tuple[Key, int]], dict[str, int]]:
         """``([(key, attempt to run)], counts)``: what a (re)run must play, in ``keys`` order."""
@@ -166,6 +174,8 @@ class ResultsStore:
         # Strings are redacted one by one (robust to JSON escaping), then the text once more.
         text = clean(json.dumps(payload, ensure_ascii=False, default=_jsonable))
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent.is_symlink() or path.parent.parent.is_symlink():
+            raise ConfigError(f"{path.parent}:<folder>: a symlink; results folders do not follow links out of themselves")
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -8,6 +8,7 @@ from typing import Mapping
 
 from negotiation.env import REPO_ROOT
 from negotiation.errors import ConfigError
+from negotiation.names import check_name
 from negotiation.protocol._files import display_path, load_yaml_model
 from negotiation.protocol._schema import Protocol
 from negotiation.protocol._schema_arms import Arm, ArmMatrix
@@ -26,6 +27,7 @@ def default_root() -> Path:
 
 def study_dir(study: str, root: Path | None = None) -> Path:
     """``<root>/protocol/<study>``."""
+    check_name("study", study)
     return Path(root or default_root()) / "protocol" / study
 
 

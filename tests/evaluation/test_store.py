@@ -130,3 +130,24 @@ def test_compaction_never_fails_on_a_stored_shard(tmp_path, value):
     if value == 10**30:
         assert sorted(episodes.outcome) == ["deal", "error"]
     assert (tmp_path / "episodes.parquet").exists() and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_symlinks_never_lead_out_of_the_results_folder(tmp_path):
+    """Regression: symlinks under a results folder were followed (reads and writes)."""
+    outside = tmp_path / "elsewhere"
+    other = ResultsStore(outside)
+    other.write(A, 1, row(A), turns(A, 1))
+    store = ResultsStore(tmp_path / "store")
+    store.shards.mkdir(parents=True)
+    (store.shards / "arm1").symlink_to(outside / "shards" / "arm1", target_is_directory=True)
+    assert store.scan() == {} and store.plan([A], retry_errors=False)[1]["new"] == 1
+    with pytest.raises(ConfigError, match="symlink"):
+        store.write(A, 1, row(A), turns(A, 1))
+
+
+@pytest.mark.parametrize("arm", ["..", ".", ".hidden", "../../x"])
+def test_an_arm_name_never_makes_a_folder_outside_the_shards(tmp_path, arm):
+    store = ResultsStore(tmp_path / "store")
+    path = store.write((arm, "used_car", 5, "b1"), 1, row((arm, "used_car", 5, "b1")), [])
+    assert path.parent.parent == store.shards and not path.parent.name.startswith(".")
+    assert len(store.scan()) == 1

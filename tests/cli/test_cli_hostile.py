@@ -1,0 +1,112 @@
+"""Hostile command lines: every failure is one ``error:`` line, exit 2 for bad input, no traceback.
+
+Table-driven over the inputs of the adversarial review (non-UTF-8 stdin, a lone surrogate in a
+term name, a 5,000-digit integer or 20k-deep JSON in ``--ledger``, a 300-character or
+path-like domain name, ``--timeout -1``, ``--out <existing file>``, ``--arm ..``, a message
+holding rich markup) and more. Runs ``nego`` through its real entry point (``run``).
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+
+from negotiation.cli._app import run
+
+EVAL = ["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domains", "used_car",
+        "--seeds", "0:1", "--no-pilot"]
+
+
+def nego(args, capsys, monkeypatch, stdin: bytes = b""):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+    status = run(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def assert_failure(status, err, want_status, *fragments):
+    lines = err.strip().splitlines()
+    assert status == want_status, (status, err)
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+BAD_INPUT = [
+    (["score", "used_car", "1", "--ledger", "1" * 5000], "--ledger"),
+    (["score", "used_car", "1", "--ledger", "[" * 20000 + "]" * 20000], "--ledger"),
+    (["score", "used_car", "1", "--ledger", "{bad"], "--ledger"),
+    (["score", "used_car", "1", "--ledger", "[/x] [bold]"], "[/x]"),
+    (["scenario", "d" * 300, "1"], "domain"),
+    (["scenario", "../../../../tmp/x", "1"], "domain"),
+    (["scenario", "used_car", "-1"], ""),
+    (["scenario", "used_car", "one"], "seed"),
+    (["score", "used_car"], ""),
+    (["no-such-command"], ""),
+    (["domains", "--no-such-flag"], "--no-such-flag"),
+    (["play", "--seller", "scripted:boulware?e=nan", "--buyer", "scripted:conceder", "--domain", "used_car",
+      "--seed", "1"], ":e:"),
+    (["play", "--seller", "litellm:openai/m?api-key=hunter2hunter2", "--buyer", "scripted:conceder",
+      "--domain", "used_car", "--seed", "1"], "api-key"),
+    (["play", "--seller", "scripted:boulware?tempreature=1", "--buyer", "scripted:conceder", "--domain",
+      "used_car", "--seed", "1"], "tempreature"),
+    (["play", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domain", "used_car",
+      "--seed", "1", "--study", "../x"], "study"),
+    ([*EVAL, "--timeout", "-1", "--out", "OUT"], "--timeout"),
+    ([*EVAL, "--concurrency", "0", "--out", "OUT"], "--concurrency"),
+    ([*EVAL, "--arm", "..", "--out", "OUT"], "--arm"),
+    ([*EVAL, "--arm", ".", "--out", "OUT"], "--arm"),
+    ([*EVAL, "--backoff", "nan", "--out", "OUT"], "backoff"),
+    (["scenario", "used_car", "1", "--study", "a/../../b"], "study"),
+]
+
+
+@pytest.mark.parametrize("args, fragment", BAD_INPUT, ids=[" ".join(a)[:60] for a, _ in BAD_INPUT])
+def test_bad_input_is_one_line_and_exit_2(args, fragment, capsys, monkeypatch, tmp_path):
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    status, out, err = nego(args, capsys, monkeypatch)
+    assert_failure(status, err, 2, fragment)
+    assert "hunter2hunter2" not in err
+
+
+def test_out_naming_an_existing_file_is_bad_input(capsys, monkeypatch, tmp_path):
+    existing = tmp_path / "results.txt"
+    existing.write_text("keep me")
+    status, _, err = nego([*EVAL, "--out", str(existing)], capsys, monkeypatch)
+    assert_failure(status, err, 2, "results.txt")
+    assert existing.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("stdin", [b"\xff\xfe{\"action\": \"ACCEPT\"}", b"{" * 100_000, b"\x00" * 10,
+                                   '{"action":"COUNTER","terms":[{"name":"\\ud800","value":1}]}'.encode()])
+def test_parse_is_total_over_any_stdin(stdin, capsys, monkeypatch):
+    status, out, err = nego(["parse", "--json"], capsys, monkeypatch, stdin)
+    assert status == 0 and err == "" and out.startswith("{")
+
+
+def test_a_lone_surrogate_in_a_term_name_is_printed_not_a_crash(capsys, monkeypatch):
+    status, out, err = nego(["score", "used_car", "1", "--ledger", '{"\udc80x": 1, "price": 1e309}', "--json"],
+                            capsys, monkeypatch)
+    assert status == 0 and "Traceback" not in err
+
+
+def test_an_unexpected_failure_is_one_line_and_exit_1(capsys, monkeypatch):
+    import negotiation.cli._env_cmds as env_cmds
+
+    def boom(*_):
+        raise RuntimeError("disk on fire [/x]")
+
+    monkeypatch.setattr(env_cmds, "load_domains", boom)
+    status, _, err = nego(["domains"], capsys, monkeypatch)
+    assert_failure(status, err, 1, "RuntimeError: disk on fire [/x]")
+
+
+def test_importing_the_cli_imports_no_heavy_framework():
+    code = ("import sys, negotiation.cli; heavy = [m for m in ('torch', 'mlflow', 'dvc', 'great_expectations', "
+            "'transformers', 'litellm') if m in sys.modules]; print(heavy)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
