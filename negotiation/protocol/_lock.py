@@ -16,7 +16,7 @@ from typing import Any, Literal
 import yaml
 
 from negotiation.errors import ConfigError
-from negotiation.protocol._files import StrictModel, display_path, load_yaml_model, parse_yaml
+from negotiation.protocol._files import StrictModel, display_path, load_yaml_model, parse_yaml, yaml_reason
 from negotiation.protocol._study import LOCK_FILE, Study, default_root, load_study, study_dir
 
 __all__ = ["FileLock", "Lock", "LockError", "checked_lock", "freeze", "lock_problems", "protocol_hash", "verify"]
@@ -79,6 +79,15 @@ def _file_lock(path: Path) -> FileLock:
     except yaml.YAMLError:
         parsed = None
     return FileLock(sha256=_sha256(data), keys=_key_hashes(parsed) if isinstance(parsed, dict) else {})
+
+
+def _parse_problem(path: Path) -> str | None:
+    """``key: reason`` when ``path`` is not plain YAML any more, else ``None``."""
+    try:
+        parse_yaml(path.read_bytes())
+    except yaml.YAMLError as exc:
+        return yaml_reason(exc)
+    return None
 
 
 def _combined(files: dict[str, FileLock]) -> str:
@@ -146,6 +155,9 @@ def checked_lock(study: str, root: Path | None = None) -> tuple[Lock | None, lis
             continue
         now = _file_lock(path)
         if now.sha256 != locked.sha256:
+            if (unreadable := _parse_problem(path)) is not None:  # the real problem, not every key
+                problems.append(f"{rel}:{unreadable}")
+                continue
             for key in _changed_keys(locked, now):
                 problems.append(f"{rel}:{key}: changed since freeze (sha256 {locked.sha256[:12]} in "
                                 f"{shown_lock}, now {now.sha256[:12]})")

@@ -66,7 +66,7 @@ def test_malformed_yaml_names_file_and_line(root):
 def test_duplicate_key_is_rejected_not_silently_overwritten(root, edit):
     edit(root / PROTOCOL, "  g_len: 0.05", "  g_len: 0.05\n  g_len: 0.5")
     message = _error(root)
-    assert message.startswith(f"{PROTOCOL}:line ") and "duplicate key 'g_len'" in message
+    assert message.startswith(f"{PROTOCOL}:environment: line ") and "duplicate key 'g_len'" in message
 
 
 def test_each_named_domain_file_must_exist(root):
