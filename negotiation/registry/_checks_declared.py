@@ -50,8 +50,8 @@ def check_registry_files(ctx: AuditContext) -> Iterator[Finding]:
 def check_deviation_ids(ctx: AuditContext) -> Iterator[Finding]:
     log = ctx.registry.deviations
     ids = sorted(log.entries)
-    bad = bool(log.naming_problems)
-    yield from (_fail("deviation_ids", line) for line in log.naming_problems)
+    bad = bool(log.naming_problems or log.index_problems)
+    yield from (_fail("deviation_ids", line) for line in [*log.naming_problems, *log.index_problems])
     for expected, got in zip(range(1, len(ids) + 1), ids):
         if expected != got:
             yield _fail("deviation_ids", f"{ctx.show(log.paths[got])}:id: {got} breaks the sequence "
@@ -64,7 +64,8 @@ def check_deviation_ids(ctx: AuditContext) -> Iterator[Finding]:
                                          f"entry {prev}'s {log.entries[prev].date} (the log is append-only)")
             bad = True
     if not bad:
-        yield _ok("deviation_ids", f"ids 1..{len(ids)} sequential, dates non-decreasing" if ids else "no deviations")
+        yield _ok("deviation_ids", f"ids 1..{len(ids)} sequential, dates non-decreasing, all in index.yaml as issued"
+                  if ids else "no deviations")
 
 
 def check_supersession(ctx: AuditContext) -> Iterator[Finding]:

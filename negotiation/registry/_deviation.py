@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import StrictModel, display_path, load_yaml_model
+from negotiation.registry._deviation_index import INDEX_FILE, index_problems
 
 __all__ = ["CATEGORIES", "Cell", "Deviation", "DeviationLog", "deviation_filename", "load_deviation_log", "slugify"]
 
@@ -120,6 +121,8 @@ class DeviationLog:
     """File of each entry."""
     naming_problems: list[str] = field(default_factory=list)
     """Valid entries left out because their id repeats another or disagrees with the file name."""
+    index_problems: list[str] = field(default_factory=list)
+    """Departures from the index of issued entries: deleted, edited or unindexed entries."""
 
     def superseded_ids(self) -> set[int]:
         """Ids some other entry supersedes."""
@@ -154,7 +157,7 @@ def _file_problems(path: Path, entry: Deviation, shown: str) -> list[str]:
 def load_deviation_log(folder: Path, *, root: Path | None = None) -> tuple[DeviationLog, list[str]]:
     """Read every ``*.yaml`` in ``folder``; return the valid entries and ``file:key: reason`` problems."""
     log, problems = DeviationLog(), []
-    files = sorted(p for p in Path(folder).iterdir() if p.is_file() and p.name != "README.md") \
+    files = sorted(p for p in Path(folder).iterdir() if p.is_file() and p.name not in ("README.md", INDEX_FILE)) \
         if Path(folder).is_dir() else []
     for path in files:
         shown = display_path(path, root)
@@ -175,4 +178,6 @@ def load_deviation_log(folder: Path, *, root: Path | None = None) -> tuple[Devia
         if not file_issues:
             log.entries[entry.id] = entry
             log.paths[entry.id] = path
+    numbered = {int(m.group(1)): p for p in files if (m := FILE_NAME.match(p.name))}
+    log.index_problems = index_problems(Path(folder), numbered, root=root)
     return log, problems

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from negotiation.errors import ConfigError, format_validation_error
 from negotiation.protocol import default_root, display_path, load_study
 from negotiation.registry._deviation import FILE_NAME, Cell, Deviation, deviation_filename
+from negotiation.registry._deviation_index import append_to_index
 from negotiation.registry._entries import load_registry, registry_dir
 
 __all__ = ["new_deviation", "parse_cell"]
@@ -82,4 +83,5 @@ def new_deviation(
     body = {k: v for k, v in data.items() if v not in (None, [], False)}
     with path.open("x", encoding="utf-8") as handle:  # "x": never overwrite an entry
         yaml.safe_dump(body, handle, sort_keys=False, allow_unicode=True, width=100)
+    append_to_index(folder, entry_id, path, root=root)
     return path

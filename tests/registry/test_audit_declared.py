@@ -12,6 +12,7 @@ import yaml
 
 from negotiation.protocol import freeze
 from negotiation.registry import run_audit
+from negotiation.registry._deviation_index import INDEX_FILE, append_to_index
 
 DEV = {"version": 1, "date": "2026-11-30", "title": "Read earlier", "category": "read_point",
        "arms": ["w16_lr3x"], "what_changed": "read step 48", "why": "56 lost", "expected_impact": "small"}
@@ -22,7 +23,15 @@ def write_deviation(root: Path, name: str, study: str = "demo", **fields) -> Pat
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     path.write_text(yaml.safe_dump({**DEV, **fields}, sort_keys=False))
+    reindex(folder)
     return path
+
+
+def reindex(folder: Path) -> None:
+    """Index the folder's entries as `nego deviation new` would have issued them."""
+    (folder / INDEX_FILE).unlink(missing_ok=True)
+    for entry in sorted(folder.glob("[0-9][0-9][0-9][0-9]-*.yaml")):
+        append_to_index(folder, int(entry.name[:4]), entry)
 
 
 def failures(report, check: str | None = None) -> list[str]:
@@ -79,6 +88,7 @@ def test_malformed_deviation_yaml_fails_without_traceback(root):
     folder = root / "registry/demo/deviations"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "0001-broken.yaml").write_text("id: 1\ntitle: [unclosed\n")
+    reindex(folder)
     (problem,) = failures(run_audit("demo", root=root))
     assert problem.startswith("registry/demo/deviations/0001-broken.yaml:line ")
 
@@ -191,3 +201,37 @@ def test_hand_read_sign_offs(root, edit):
     edit(root / "protocol/demo/protocol.yaml", "blocking: false", "blocking: true")
     freeze("demo", root)
     assert "10 trained arms await" in failures(run_audit("demo", root=root), "hand_read")[-1]
+
+
+def test_the_log_is_append_only_by_its_index(root):
+    """Regression: deleting the newest deviation entry passed the audit (nothing recorded the
+    highest id issued); editing an entry in place or adding one by hand passed too."""
+    folder = root / "registry/demo/deviations"
+    write_deviation(root, "0001-a.yaml", id=1)
+    newest = write_deviation(root, "0002-b.yaml", id=2)
+    assert failures(run_audit("demo", root=root)) == []
+    newest.unlink()
+    (gone,) = failures(run_audit("demo", root=root))
+    assert gone.startswith("registry/demo/deviations/index.yaml:entries.1: entry 2 (0002-b.yaml) was issued and is gone")
+    reindex(folder)
+    edited = folder / "0001-a.yaml"
+    edited.write_text(edited.read_text().replace("read step 48", "read step 40"))
+    (changed,) = failures(run_audit("demo", root=root))
+    assert changed.startswith("registry/demo/deviations/0001-a.yaml:<bytes>: changed since it was issued")
+    reindex(folder)
+    (folder / "0002-by-hand.yaml").write_text(yaml.safe_dump({**DEV, "id": 2}, sort_keys=False))
+    (unindexed,) = failures(run_audit("demo", root=root))
+    assert unindexed == ("registry/demo/deviations/0002-by-hand.yaml:id: entry 2 is not in "
+                         "registry/demo/deviations/index.yaml (add entries with `nego deviation new`)")
+
+
+def test_new_deviation_appends_to_the_index(root):
+    from negotiation.registry._deviation_index import DeviationIndex
+    from negotiation.protocol import load_yaml_model
+    from negotiation.registry._scaffold import new_deviation
+
+    path = new_deviation("demo", category="read_point", title="Read earlier", what_changed="read step 48",
+                         why="step 56 was lost", expected_impact="small", arms=["w16_lr3x"], root=root)
+    index = load_yaml_model(DeviationIndex, path.parent / INDEX_FILE)
+    assert [(e.id, e.file) for e in index.entries] == [(1, path.name)]
+    assert failures(run_audit("demo", root=root), "deviation_ids") == []

@@ -19,6 +19,7 @@ from negotiation.registry import (
     run_audit,
     write_record,
 )
+from negotiation.registry._deviation_index import append_to_index
 
 # arm -> (parent step it branched from, saved own steps, step read), as the paper reports them.
 LOST_64 = tuple(range(8, 57, 8))
@@ -75,6 +76,7 @@ def test_superseding_an_entry_withdraws_its_coverage(paper_results, edit):
     old = yaml.safe_load((folder / "0004-2-3b-3x-and-10x-lr-arms-read-at-step-56.yaml").read_text())
     amended = {**old, "id": 17, "arms": ["e2b_lr3x_56"], "supersedes": 4, "title": "2.3B 3x arm read at step 56"}
     (folder / "0017-2-3b-3x-arm-read-at-step-56.yaml").write_text(yaml.safe_dump(amended, sort_keys=False))
+    append_to_index(folder, 17, folder / "0017-2-3b-3x-arm-read-at-step-56.yaml")  # as `nego deviation new` does
     edit(paper_results / "registry/paper/arms.yaml", "deviations: [6, 4]\n", "deviations: [6, 17]\n")
     report = run_audit("paper", root=paper_results)
     problems = [f.evidence for f in report.findings if f.status == "fail"]

@@ -21,6 +21,7 @@ from negotiation.registry import (
     run_audit,
     write_record,
 )
+from negotiation.registry._deviation_index import append_to_index
 
 ARMS = ("w16_base", "w16_lr3x", "w16_lr10x", "w16_shared_cont")
 DEV = {"version": 1, "date": "2026-11-30", "what_changed": "x happened", "why": "y broke", "expected_impact": "none"}
@@ -35,6 +36,7 @@ def deviation(root: Path, entry_id: int, category: str, **scope) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     body = {**DEV, "id": entry_id, "title": f"entry {entry_id}", "category": category, **scope}
     (folder / f"{entry_id:04d}-entry.yaml").write_text(yaml.safe_dump(body))
+    append_to_index(folder, entry_id, folder / f"{entry_id:04d}-entry.yaml")  # as `nego deviation new` does
 
 
 @functools.lru_cache(maxsize=None)
