@@ -63,11 +63,13 @@ def write_tokenizer(protocol: Any, folder: str | Path) -> dict[str, Any]:
 
 
 def write_base(protocol: Any, size: str, tokenizer_dir: str | Path, folder: str | Path, *,
-               steps: int | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
+               steps: int | None = None, log: Callable[[str], None] = print,
+               device: str | None = None) -> dict[str, Any]:
     """Build ``size`` from its seed, warm-start it and save it to ``folder``; return the record.
 
     ``steps`` (default: the recipe's ``steps`` for a cpu size, ``gpu_steps`` for a gpu size) may
-    be 0: the folder then holds the untrained initialisation.
+    be 0: the folder then holds the untrained initialisation. ``device`` (e.g. ``cuda``) runs the
+    warm start there; the saved folder is the same format.
     """
     from negotiation.lm._sft import encode_examples, train_sft
 
@@ -76,6 +78,8 @@ def write_base(protocol: Any, size: str, tokenizer_dir: str | Path, folder: str 
     tokenizer = load_tokenizer(tokenizer_dir)
     tags = ladder_tags(protocol, tokenizer)
     model = build_model(spec, tokenizer, vocab_size=protocol.tokenizer.vocab_size)
+    if device is not None:
+        model.to(device)
     steps = (recipe.steps if spec.profile == "cpu" else recipe.gpu_steps) if steps is None else steps
     record: dict[str, Any] = {"version": 1, "study": protocol.study, "size": size, "parameters": count_parameters(model),
                               "steps": steps, "recipe": recipe.model_dump(mode="json")}

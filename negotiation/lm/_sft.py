@@ -88,6 +88,12 @@ def _batch(examples: Sequence[tuple[list[int], list[int]]], pad_id: int) -> tupl
     return ids, attention, mask
 
 
+def _on(model: Any, *tensors: Any) -> tuple[Any, ...]:
+    """The tensors on the model's device (a GPU warm start)."""
+    device = next(model.parameters()).device
+    return tuple(t.to(device) for t in tensors)
+
+
 def masked_lm_loss(logits: Any, ids: Any, mask: Any) -> tuple[Any, Any]:
     """Summed next-token loss over masked targets and their count.
 
@@ -109,7 +115,7 @@ def _validation_loss(model: Any, examples: Sequence[tuple[list[int], list[int]]]
     total, count = 0.0, 0.0
     with torch.no_grad():
         for i in range(0, len(examples), batch):
-            ids, attention, mask = _batch(examples[i:i + batch], pad_id)
+            ids, attention, mask = _on(model, *_batch(examples[i:i + batch], pad_id))
             loss, n = masked_lm_loss(model(input_ids=ids, attention_mask=attention).logits, ids, mask)
             total, count = total + float(loss), count + float(n)
     return total / max(count, 1.0)
@@ -133,7 +139,7 @@ def train_sft(model: Any, recipe: Any, steps: int, train: Sequence[tuple[list[in
         while len(order) < recipe.batch_sequences:
             order += [int(i) for i in rng.permutation(len(train))]
         picked, order = order[:recipe.batch_sequences], order[recipe.batch_sequences:]
-        ids, attention, mask = _batch([train[i] for i in picked], pad_id)
+        ids, attention, mask = _on(model, *_batch([train[i] for i in picked], pad_id))
         model.train()
         loss_sum, n = masked_lm_loss(model(input_ids=ids, attention_mask=attention).logits, ids, mask)
         loss = loss_sum / n.clamp(min=1.0)

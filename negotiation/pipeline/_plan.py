@@ -89,10 +89,20 @@ def _source(study: Study, arm: Arm, out: str) -> str:
     return f"pipelines/plans/{study.name}.yaml"  # a reference seller: its own entry (a params key) alone
 
 
+def gpu_profile_arms(study: Study) -> set[str]:
+    """Arms of sizes whose ``profile`` is ``gpu`` (the ``lm`` ladder's GPU profile): built on one GPU
+    by ``scripts/gpu_profile.py``, not by DVC, whose plan leaves them out; validate, analyze and
+    report read their tables like any other arm's."""
+    sizes = {k for k, v in study.protocol.sizes.items() if getattr(v, "profile", None) == "gpu"}
+    return {name for name, arm in all_arms(study).items() if arm.size in sizes}
+
+
 def build_plan(study_name: str, root: Path | None = None) -> dict[str, Any]:
-    """The plan mapping for ``study_name`` (see module docstring)."""
+    """The plan mapping for ``study_name`` (see module docstring); GPU-profile arms are left out
+    (``gpu_profile_arms``)."""
     study = load_study(study_name, root)
-    arms = all_arms(study)
+    gpu_only = gpu_profile_arms(study)
+    arms = {name: arm for name, arm in all_arms(study).items() if name not in gpu_only}
     out = out_dir(study.name)
     sizes = sorted({a.size for a in arms.values() if a.size} | {r["size"] for r in _runs(study, arms, out).values()})
     return {"plan": {

@@ -49,8 +49,8 @@ class Protocol(StrictModel):
     """The training recipe."""
     gpu_training: Recipe | None = None
     """The recipe of sizes whose ``profile`` is ``gpu`` (a language-model ladder's GPU profile, e.g.
-    the paper's 16 x 8 batch); same steps, read points and checkpoints as ``training``, so one read
-    rule serves every arm. ``None``: every size trains with ``training``."""
+    the paper's 16 x 8 batch); the read rule reads a GPU-profile arm on this recipe's steps and
+    read points. ``None``: every size trains with ``training``."""
     read_rule: ReadRule
     """How the evaluated checkpoint of a trained arm is chosen."""
     evaluation: Evaluation
@@ -90,7 +90,7 @@ class Protocol(StrictModel):
         ]
         problems = [
             (key, f"{got} != {want} ({why})") for key, got, want, why in checks if got != want
-        ] + self._gpu_recipe_problems()
+        ]
         if self.held_out_doubling.trigger_size not in self.sizes:
             problems.append((
                 "held_out_doubling.trigger_size",
@@ -118,15 +118,6 @@ class Protocol(StrictModel):
         if self.gpu_training is not None and getattr(self.sizes[size], "profile", "cpu") == "gpu":
             return self.gpu_training
         return self.training
-
-    def _gpu_recipe_problems(self) -> list[tuple[str, str]]:
-        """``gpu_training`` may change the batch, rates and caps, never the step grid arms are read on."""
-        if self.gpu_training is None:
-            return []
-        shared = ("initial_steps", "combined_steps", "checkpoint_every", "read_points")
-        return [(f"gpu_training.{key}", f"{getattr(self.gpu_training, key)!r} != training.{key} "
-                 f"{getattr(self.training, key)!r} (one read rule serves every arm)")
-                for key in shared if getattr(self.gpu_training, key) != getattr(self.training, key)]
 
     def seed_overlaps(self) -> list[tuple[str, str]]:
         """Pairs of seed-block keys that share seeds (must be empty)."""

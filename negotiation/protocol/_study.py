@@ -37,7 +37,7 @@ def resolve_read_step(protocol: Protocol, arm: Arm) -> int:
         return arm.read_step
     if arm.read_point is None:
         raise ValueError(f"arm of kind {arm.kind!r} has no read point")
-    return protocol.training.read_points[arm.read_point]
+    return protocol.recipe_for(arm.size).read_points[arm.read_point]
 
 
 def _run_problems(key: str, arm: Arm, runs: Mapping[str, Arm], protocol: Protocol) -> list[tuple[str, str]]:
@@ -55,12 +55,13 @@ def _run_problems(key: str, arm: Arm, runs: Mapping[str, Arm], protocol: Protoco
             problems.append((f"{key}.parent_run", f"run {arm.parent_run!r} is itself a continuation"))
         elif parent is not None and (parent.size, parent.lr_multiple) != (arm.size, arm.lr_multiple):
             problems.append((f"{key}.parent_run", f"run {arm.parent_run!r} has another size or lr_multiple"))
-    planned = protocol.training.combined_steps if arm.parent_run else protocol.training.initial_steps
+    recipe = protocol.recipe_for(arm.size) if arm.size in protocol.sizes else protocol.training
+    planned = recipe.combined_steps if arm.parent_run else recipe.initial_steps
     step = resolve_read_step(protocol, arm)
-    if step > planned or step % protocol.training.checkpoint_every:
+    if step > planned or step % recipe.checkpoint_every:
         problems.append((f"{key}.read_step" if arm.read_step is not None else f"{key}.read_point",
                          f"reads combined step {step}, not a checkpoint (every "
-                         f"{protocol.training.checkpoint_every}) of a run planned for {planned} steps"))
+                         f"{recipe.checkpoint_every}) of a run planned for {planned} steps"))
     return problems
 
 
@@ -82,9 +83,10 @@ def arm_problems(
         if arm.size is not None and arm.size not in protocol.sizes:
             problems.append((f"{section}.{name}.size", f"unknown size {arm.size!r}; known: {sorted(protocol.sizes)}"))
             continue
-        if arm.read_point is not None and arm.read_point not in protocol.training.read_points:
+        points = protocol.recipe_for(arm.size).read_points if arm.size is not None else protocol.training.read_points
+        if arm.read_point is not None and arm.read_point not in points:
             problems.append((f"{section}.{name}.read_point", f"unknown read point {arm.read_point!r}; known: "
-                             f"{sorted(protocol.training.read_points)}"))
+                             f"{sorted(points)}"))
             continue
         if arm.kind == "trained":
             problems.extend(_run_problems(f"{section}.{name}", arm, runs, protocol))

@@ -126,7 +126,7 @@ def select_checkpoint(
         if parent_step is None and parent_run_dir is None:
             raise ConfigError(f"<select>:{arm_name}: a continuation needs parent_step or parent_run_dir")
         if parent_step is None:
-            initial = study.protocol.training.initial_steps
+            initial = study.protocol.recipe_for(arm.size).initial_steps
             parent_step = select_read_point(initial, list_checkpoint_steps(Path(parent_run_dir))).step
         offset = parent_step
     available = list_checkpoint_steps(Path(run_dir))

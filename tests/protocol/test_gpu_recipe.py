@@ -20,9 +20,3 @@ def test_gpu_sizes_read_the_gpu_recipe_others_the_shared_one():
     assert protocol.recipe_for("w16") is protocol.training
     plain = load_study("demo").protocol
     assert plain.recipe_for("w16") is plain.training
-
-
-def test_a_gpu_recipe_on_another_step_grid_is_a_design_problem():
-    problems = dict(_with_gpu(initial_steps=8).design_problems())
-    assert "gpu_training.initial_steps" in problems
-    assert not [k for k in dict(_with_gpu().design_problems()) if k.startswith("gpu_training")]

@@ -1,0 +1,163 @@
+"""The lm study's GPU profile on one GPU, without DVC: bases, GRPO arms, evaluation, throughput.
+
+    python scripts/gpu_profile.py run --results outputs/lm [--sizes lm_m lm_l] [--steps N]
+    python scripts/gpu_profile.py summary --results outputs/lm
+
+``run`` builds the tokenizer and each GPU-profile size's warm-started base (``negotiation.lm``),
+trains the size's trained arms of ``protocol/lm/arms.yaml`` with the token-level trainer under the
+protocol's ``gpu_training`` recipe (bf16 per its optimizer precision, gradient checkpointing),
+evaluates every base and trained arm of those sizes with the harness (``hf:<dir>?device=cuda``)
+into ``<results>/evaluate/<arm>/`` and writes ``<results>/gpu_profile.json`` (steps/s, generated
+tokens/s, model FLOP utilisation, peak memory per run). ``--steps`` caps every run's optimizer
+steps below the protocol's (a short profile; recorded in ``gpu_profile.json`` and to be logged as
+a deviation). Back on the CPU machine the DVC pipeline's validate, analyze and report stages
+read those tables like any other arm's. ``summary`` prints ``gpu_profile.json``.
+
+Model FLOP utilisation counts ``2 N`` per generated and per reference-forward token and
+``6 N`` per trained token against the H200's 790 TFLOP/s of dense bf16 (the figure measured in
+the project's GPU notes), N the parameter count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+
+PEAK_FLOPS = 790e12
+
+
+def _log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _arms_of(study, sizes):
+    return {name: arm for name, arm in study.arms.items() if arm.size in sizes}
+
+
+def _build_bases(study, sizes, results: Path) -> dict:
+    from negotiation.lm import write_base, write_tokenizer
+
+    tok = results / "tokenizer"
+    if not (tok / "tokenizer.json").is_file():
+        write_tokenizer(study.protocol, tok)
+    records = {}
+    for size in sizes:
+        folder = results / "init" / size
+        if not (folder / "config.json").is_file():
+            start = time.perf_counter()
+            records[size] = write_base(study.protocol, size, tok, folder, log=_log, device="cuda")
+            records[size]["seconds"] = time.perf_counter() - start
+    return records
+
+
+def _train(study, arms, results: Path, steps_cap: int | None) -> dict:
+    import pandas as pd
+    import torch
+
+    from negotiation.protocol import protocol_hash
+    from negotiation.training import final_checkpoint
+    from negotiation.training.lm import LmRuntime, lm_train_config_for, train_lm_arm
+
+    runs: dict[str, object] = {}
+    for arm in arms.values():
+        if arm.kind == "trained":
+            if arm.parent_run:
+                runs.setdefault(arm.parent_run, arm)
+            runs.setdefault(arm.run, arm)
+    order = sorted(runs, key=lambda r: (runs[r].run == r and runs[r].parent_run is not None, r))
+    precision = study.protocol.gpu_training.optimizer.precision if study.protocol.gpu_training else "fp32"
+    runtime = LmRuntime(device="cuda", dtype="bfloat16" if precision == "bf16" else "float32",
+                        gradient_checkpointing=True, micro_batch_tokens=65536)
+    out = {}
+    for run in order:
+        arm = runs[run]
+        parent = final_checkpoint(results / "train" / arm.parent_run) if run == arm.run and arm.parent_run else None
+        cfg = lm_train_config_for(study, run, arm, base=results / "init" / arm.size, parent=parent, runtime=runtime,
+                                  protocol_hash=protocol_hash(study.name))
+        if steps_cap is not None and cfg.arm.steps > steps_cap:
+            cfg = cfg.model_copy(update={"arm": cfg.arm.model_copy(update={"steps": steps_cap})})
+        torch.cuda.reset_peak_memory_stats()
+        _log(f"train {run}: {cfg.arm.steps} steps, size {arm.size}, lr x{arm.lr_multiple}")
+        summary = train_lm_arm(cfg, results / "train" / run, track=False)
+        timing = pd.read_csv(results / "train" / run / "timing.csv")
+        out[run] = _throughput(timing, summary.seconds, cfg.arm.steps)
+        _log(f"train {run}: {json.dumps(out[run])}")
+    return out
+
+
+def _throughput(timing, seconds: float, steps: int) -> dict:
+    n = float(timing["parameters"].iloc[0])
+    step_s = timing["generation_seconds"] + timing["training_seconds"]
+    flops = 2 * n * (timing["generated_tokens"] + timing["sequence_tokens"]) + 6 * n * timing["sequence_tokens"]
+    return {"parameters": int(n), "steps": steps, "run_seconds": round(seconds, 1),
+            "steps_per_second": round(float(len(step_s) / step_s.sum()), 4),
+            "generated_tokens_per_second": round(float(timing["generated_tokens"].sum() / timing["generation_seconds"].sum()), 1),
+            "trained_tokens_per_second": round(float(timing["sequence_tokens"].sum() / timing["training_seconds"].sum()), 1),
+            "mfu": round(float(flops.sum() / step_s.sum() / PEAK_FLOPS), 5),
+            "peak_memory_gb": round(float(timing.get("peak_memory_gb", [0]).max()), 2)}
+
+
+def _evaluate(study, arms, results: Path) -> dict:
+    from negotiation.evaluation import RunOptions, build_cell, evaluate_cell
+    from negotiation.protocol import protocol_hash
+    from negotiation.registry import select_checkpoint
+
+    scores = {}
+    for name, arm in sorted(arms.items()):
+        if arm.kind == "base":
+            folder = results / "init" / arm.size
+        elif arm.kind == "trained":
+            parent = results / "train" / arm.parent_run if arm.parent_run else None
+            folder = Path(select_checkpoint(study, name, results / "train" / arm.run, arm=arm,
+                                            parent_run_dir=parent).checkpoint)
+        else:
+            continue
+        seller = f"hf:{folder.resolve()}?device=cuda"
+        cell = build_cell(study.protocol, arm=name, seller=seller)
+        start = time.perf_counter()
+        result = asyncio.run(evaluate_cell(cell, results / "evaluate" / name, study.protocol,
+                                           protocol_hash=protocol_hash(study.name),
+                                           options=RunOptions(concurrency=64, pilot=False),
+                                           seller_sampling="self_served_seller"))
+        ok = result.episodes[result.episodes["outcome"] != "error"]
+        scores[name] = {"checkpoint": str(folder.relative_to(results)), "mean_S": round(float(ok["S"].mean()), 4),
+                        "episodes": int(len(ok)), "seconds": round(time.perf_counter() - start, 1)}
+        _log(f"evaluate {name}: {scores[name]}")
+    return scores
+
+
+def run(args) -> None:
+    from negotiation.protocol import load_study
+
+    study = load_study("lm")
+    sizes = args.sizes or sorted(k for k, v in study.protocol.sizes.items() if getattr(v, "profile", "") == "gpu")
+    results = Path(args.results)
+    record: dict = {"sizes": sizes, "steps_cap": args.steps}
+    record["bases"] = _build_bases(study, sizes, results)
+    arms = _arms_of(study, sizes)
+    record["training"] = _train(study, arms, results, args.steps)
+    record["evaluation"] = _evaluate(study, arms, results)
+    (results / "gpu_profile.json").write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--results", default="outputs/lm")
+    r.add_argument("--sizes", nargs="*")
+    r.add_argument("--steps", type=int, default=None)
+    s = sub.add_parser("summary")
+    s.add_argument("--results", default="outputs/lm")
+    args = p.parse_args()
+    if args.command == "run":
+        run(args)
+    else:
+        print((Path(args.results) / "gpu_profile.json").read_text(encoding="utf-8"))
+
+
+if __name__ == "__main__":
+    main()
