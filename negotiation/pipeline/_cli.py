@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from negotiation.pipeline._plan import write_plan
-from negotiation.pipeline._status import arm_rows, study_state
+from negotiation.pipeline._status import arm_reads, arm_rows, study_state
 
 pipeline_app = typer.Typer(help="The DVC pipeline's derived files (plan and per-study pipeline).",
                            no_args_is_help=True)
@@ -43,7 +43,9 @@ def status_command(
     """Per arm what is trained, selected, gated and evaluated; validation, audit and report."""
     rows, state = arm_rows(study, root), study_state(study, root)
     if as_json:
-        typer.echo(json.dumps({"study": study, "arms": rows, **state}, indent=1))
+        reads = arm_reads(study, root)  # the plan's read steps and branches, as numbers
+        arms = [{**row, **reads.get(row["arm"], {})} for row in rows]
+        typer.echo(json.dumps({"study": study, "arms": arms, **state}, indent=1))
         return
     table = Table(title=f"study {study}")
     for column in rows[0] if rows else []:

@@ -30,6 +30,23 @@ def _evaluated(layout: ResultsLayout, arm: str) -> str:
     return f"{metrics['episodes']} episodes, {metrics['error_rows']} error rows, S={metrics.get('S', float('nan')):.3f}"
 
 
+READ_KEYS = ("run", "read_step", "combined_step", "parent_run", "branch_step")
+"""Plan keys stating where a trained arm is read (``nego status --json`` shows them per arm)."""
+
+
+def _reads(arm: dict[str, Any]) -> str:
+    if arm["kind"] != "trained":
+        return "n/a"
+    branch = f", branched from {arm['parent_run']} at {arm['branch_step']}" if arm["parent_run"] else ""
+    return f"{arm['run']} step {arm['read_step']} (combined {arm['combined_step']}{branch})"
+
+
+def arm_reads(study: str, root: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Per trained arm, the plan's run, own read step, combined step, parent run and branch step."""
+    plan = build_plan(study, load_study(study, root).root)["plan"]
+    return {name: {key: arm[key] for key in READ_KEYS} for name, arm in plan["arms"].items() if arm["kind"] == "trained"}
+
+
 def arm_rows(study: str, root: Path | None = None) -> list[dict[str, str]]:
     """One row per planned arm."""
     loaded = load_study(study, root)
@@ -40,7 +57,7 @@ def arm_rows(study: str, root: Path | None = None) -> list[dict[str, str]]:
         selection = _read(layout.selection(name))
         pilot = _read(layout.pilot(name))
         rows.append({
-            "arm": name, "kind": arm["kind"], "frozen": "yes" if arm["frozen"] else "added",
+            "arm": name, "kind": arm["kind"], "frozen": "yes" if arm["frozen"] else "added", "reads": _reads(arm),
             "trained": _trained(loaded.root, plan["out"], arm, plan["runs"], name),
             "selected": (f"step {selection['step']}" + (" (substitution)" if selection["substitution"] else "")
                          if selection else ("yes" if layout.seller(name).exists() else "no")),

@@ -72,14 +72,15 @@ def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -
     plan = build_plan(study_name)["plan"]
     info = plan["runs"][run]
     kind = study.protocol.sizes[info["size"]].kind
+    branch = info["branch_step"] if info["parent"] else None  # registry continuations, else the rule
     if kind == "lm" or (kind == "llm" and training_backend() == "token"):
         return _train_tokens(study, run, info, Path(out_dir), plan["out"], track)
     if kind != "policy":
-        return _train_with_nemo(study_name, run)
-    from negotiation.training import final_checkpoint, train_arm, train_config_for, training_env
+        return _train_with_nemo(study_name, run, branch)
+    from negotiation.training import branch_checkpoint, train_arm, train_config_for, training_env
 
-    parent = final_checkpoint(study.root / info["start"]) if info["parent"] else None
-    cfg = train_config_for(study, run, parent=parent, protocol_hash=protocol_hash(study_name))
+    parent = branch_checkpoint(study.root / info["start"], branch) if info["parent"] else None
+    cfg = train_config_for(study, run, parent=parent, steps=info["steps"], protocol_hash=protocol_hash(study_name))
     summary = train_arm(cfg, training_env(study.protocol), out_dir, track=track)
     return summary.model_dump(mode="json") if hasattr(summary, "model_dump") else dict(vars(summary))
 
@@ -100,11 +101,11 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, o
     optimizer precision, gradient checkpointing), else on the CPU."""
     import torch
 
-    from negotiation.training import final_checkpoint
+    from negotiation.training import branch_checkpoint
     from negotiation.training.lm import LmRuntime, lm_train_config_for, train_lm_arm
 
     owner = all_arms(study)[info["params_key"].split(".", 1)[1]]
-    parent = final_checkpoint(study.root / info["start"]) if info["parent"] else None
+    parent = branch_checkpoint(study.root / info["start"], info["branch_step"]) if info["parent"] else None
     cuda = torch.cuda.is_available()
     precision = study.protocol.recipe_for(info["size"]).optimizer.precision
     runtime = LmRuntime(device="cuda" if cuda else "cpu", dtype="bfloat16" if precision == "bf16" else "float32",
@@ -112,21 +113,22 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, o
                         micro_batch_tokens=runtime_knob("training.micro_batch_tokens", 16384),
                         threads=torch.get_num_threads())
     cfg = lm_train_config_for(study, run, owner, base=_base_folder(study, info["size"], out), parent=parent,
-                              runtime=runtime, protocol_hash=protocol_hash(study.name))
+                              steps=info["steps"], runtime=runtime, protocol_hash=protocol_hash(study.name))
     summary = train_lm_arm(cfg, out_dir, track=track)
     return {"run": run, "backend": "token", "checkpoints": summary.checkpoints, "val_scores": summary.val_scores,
             "seconds": summary.seconds, "mlflow_run_id": summary.mlflow_run_id}
 
 
-def _train_with_nemo(study_name: str, run: str) -> dict[str, Any]:
-    """Write the run's NeMo-RL config and launch it; stops first naming what is missing."""
+def _train_with_nemo(study_name: str, run: str, branch_step: int | None) -> dict[str, Any]:
+    """Write the run's NeMo-RL config (a continuation from the plan's ``branch_step``) and launch
+    it; stops first naming what is missing."""
     from negotiation.training.nemo import launch_training, require_backend
     from negotiation.training.nemo._cli import train_config
     from negotiation.training.nemo._config import DEFAULT_PROMPT_BUILDER
 
     require_backend()  # raises BackendUnavailableError listing nemo_rl, ray, GPUs, ...
     config = train_config(study_name, run, out=None, runs_dir=None, tokenizer=None, no_tokenizer=True,
-                          parent_step=None, seed=0, gpus_per_node=None, num_nodes=1,
+                          parent_step=branch_step, seed=0, gpus_per_node=None, num_nodes=1,
                           prompt_builder=DEFAULT_PROMPT_BUILDER, root=None)
     launch_training(config)
     return {"run": run, "config": str(config)}
@@ -159,8 +161,9 @@ def run_select(study_name: str, arm_name: str, results_dir: Path) -> dict[str, A
     if arm.kind == "trained":
         plan = build_plan(study_name)["plan"]
         run_dir = study.root / plan["out"] / "train" / arm.run
-        parent_dir = study.root / plan["out"] / "train" / arm.parent_run if arm.parent_run else None
-        record = select_checkpoint(study, arm_name, run_dir, arm=arm, parent_run_dir=parent_dir)
+        # The branch is data (registry continuations, else the rule): the plan states it.
+        branch = plan["arms"][arm_name]["branch_step"] if arm.parent_run else None
+        record = select_checkpoint(study, arm_name, run_dir, arm=arm, parent_step=branch)
         # Paths relative to the repository root, so records and specs are the same on every machine.
         relative = Path(record.checkpoint).resolve().relative_to(study.root.resolve())
         record = record.model_copy(update={"checkpoint": str(relative)})

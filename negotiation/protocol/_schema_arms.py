@@ -58,6 +58,10 @@ class Arm(StrictModel):
     """Name of a ``training.read_points`` entry: the combined step to read."""
     read_step: int | None = Field(default=None, ge=0)
     """Explicit combined step to read, when no named read point applies."""
+    read_reason: str | None = Field(default=None, min_length=3)
+    """Why the arm is read at an explicit ``read_step`` rather than one of the protocol's named
+    ``training.read_points`` (e.g. the paper's reads at step 56 after an upload fault). The audit
+    requires it, and a covering deviation, for every arm with a ``read_step``."""
     seller: str
     """Seller spec; ``{base}`` (base arms) or ``{checkpoint}`` (trained arms) are filled in at run time."""
 
@@ -69,7 +73,8 @@ class Arm(StrictModel):
             raise ValueError(f"seller of a {self.kind} arm may not use {sorted(used - allowed)}")
         check_spec(_PLACEHOLDER.sub("x", self.seller))
         trained_fields = {"lr_multiple": self.lr_multiple, "run": self.run, "parent_run": self.parent_run,
-                          "read_point": self.read_point, "read_step": self.read_step}
+                          "read_point": self.read_point, "read_step": self.read_step,
+                          "read_reason": self.read_reason}
         if self.kind == "trained":
             return self._check_trained(used)
         extra = sorted(k for k, v in trained_fields.items() if v is not None)

@@ -7,6 +7,13 @@ The audit checks results and registry against the protocol. See ``docs/protocol.
 
 from negotiation.registry._audit import AuditReport, Finding, run_audit
 from negotiation.registry._checks import CHECKS
+from negotiation.registry._continuations import (
+    Branch,
+    ContinuationEntry,
+    Continuations,
+    continuation_branches,
+    continuation_problems,
+)
 from negotiation.registry._cli import audit_command, deviation_app, print_report
 from negotiation.registry._deviation import CATEGORIES, Cell, Deviation, DeviationLog, load_deviation_log
 from negotiation.registry._entries import AddedArm, AddedArms, Registry, SignOff, load_registry, registry_dir
@@ -29,7 +36,8 @@ from negotiation.registry._records import (
 from negotiation.registry._scaffold import new_deviation
 
 __all__ = [
-    "CATEGORIES", "CHECKS", "AddedArm", "AddedArms", "AuditReport", "Cell", "CheckpointError",
+    "CATEGORIES", "CHECKS", "AddedArm", "AddedArms", "AuditReport", "Branch", "Cell", "CheckpointError",
+    "ContinuationEntry", "Continuations", "continuation_branches", "continuation_problems",
     "Deviation", "DeviationLog", "Finding", "PilotCell", "PilotRecord", "ReadPoint", "Registry",
     "ResultsLayout", "SamplingRecord", "SamplingUse", "SelectionRecord", "SignOff", "audit_command",
     "deviation_app", "list_checkpoint_steps", "load_deviation_log", "load_registry", "new_deviation",

@@ -20,6 +20,7 @@ from typing import Callable, Iterator, Literal
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, StrictModel, Study, checked_lock, default_root, load_study
+from negotiation.registry._continuations import Branch, continuation_branches, continuation_problems
 from negotiation.registry._entries import Registry, load_registry
 from negotiation.registry._records import ResultsLayout
 
@@ -79,6 +80,13 @@ class AuditContext:
         frozen = dict(self.study.arms) if self.study else {}
         return {**{k: v for k, v in self.registry.added.items() if k not in frozen}, **frozen}
 
+    def branches(self) -> dict[str, Branch]:
+        """Every continuation run of the planned arms with its branch (entries with problems
+        fall back to the rule here; check ``continuations`` reports them)."""
+        planned, entries = self.planned_arms(), self.registry.continuations
+        bad = {key.split(".")[1] for key, _ in continuation_problems(self.study, planned, entries)}
+        return continuation_branches(self.study, planned, {k: v for k, v in entries.items() if k not in bad})
+
     def show(self, path: Path) -> str:
         return self.registry.show(path)
 
@@ -98,10 +106,14 @@ class Check:
 
 
 def cover(
-    ctx: AuditContext, check: str, arm: str, categories: tuple[str, ...], evidence: str, buyer: str | None = None
+    ctx: AuditContext, check: str, arm: str, categories: tuple[str, ...], evidence: str, buyer: str | None = None,
+    exclude: tuple[int, ...] = (),
 ) -> Finding:
-    """A ``covered`` finding when an active deviation of ``categories`` covers the arm, else ``fail``."""
-    ids = ctx.registry.deviations.covering(arm, categories, buyer=buyer)
+    """A ``covered`` finding when an active deviation of ``categories`` covers the arm, else ``fail``.
+
+    ``exclude``: entries that may not cover this finding (those an arm's entry already cites for
+    its declared read, which cannot also excuse a read elsewhere)."""
+    ids = [i for i in ctx.registry.deviations.covering(arm, categories, buyer=buyer) if i not in exclude]
     if ids:
         return Finding(check=check, status="covered", evidence=evidence, deviations=tuple(ids))
     return Finding(check=check, status="fail",

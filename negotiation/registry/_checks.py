@@ -14,6 +14,7 @@ from negotiation.registry._checks_declared import (
     check_seed_blocks,
     check_supersession,
 )
+from negotiation.registry._checks_reads import check_continuations, check_read_steps
 from negotiation.registry._checks_episodes import check_contrasts, check_error_rows, check_pairing
 from negotiation.registry._checks_results import check_pilot_gate, check_provenance, check_read_points, check_sampling
 
@@ -33,13 +34,20 @@ CHECKS: tuple[Check, ...] = (
     Check("deviation_arms", "every arm, buyer and domain a deviation names exists", check_deviation_arms),
     Check("arms", "every planned or evaluated arm is in the frozen matrix, or added with an active arm_added "
                   "deviation that lists it", check_arms),
+    Check("read_steps", "each trained arm reads a named read point of the protocol, or its entry's explicit read_step "
+                        "gives a read_reason and cites an active read_point / checkpoint_substitution / arm_added "
+                        "deviation", check_read_steps),
+    Check("continuations", "each continuation branches at the rule's step, or registry continuations.yaml records "
+                           "the branch with an active recipe_change / checkpoint_substitution deviation",
+          check_continuations),
     Check("seed_blocks", "training, evaluation, pilot and held-out extension seed blocks are pairwise disjoint",
           check_seed_blocks),
     Check("hand_read", "trained arms are signed off by a reader (pending until then); failed sign-offs need a "
                        "gate_override deviation", check_hand_read),
     Check("provenance", "every result record carries the locked protocol hash", check_provenance, needs_results=True),
-    Check("read_points", "each select/<arm>/selection.json reads the rule's step (and branch), or a checkpoint_substitution / "
-                         "read_point / recipe_change deviation covers it", check_read_points, needs_results=True),
+    Check("read_points", "each select/<arm>/selection.json reads its arm's declared step on its run's declared branch; "
+                         "a read below it needs a checkpoint_substitution / read_point deviation the entry does not "
+                         "cite, a read past it fails", check_read_points, needs_results=True),
     Check("pilot_gate", "each pilot cell (arm x buyer) passed the gate, or a gate_override deviation covers it",
           check_pilot_gate, needs_results=True),
     Check("sampling", "sampling sent to seller and buyers equals the protocol's, or a sampling_change / "

@@ -73,32 +73,40 @@ def check_provenance(ctx: AuditContext) -> Iterator[Finding]:
 
 def _selection_findings(ctx: AuditContext, arm_name: str, arm: Arm | None, rec: SelectionRecord,
                         where: str) -> Iterator[Finding]:
+    """Hold a selection record to the arm's declared read: its entry's combined step, on the
+    branch ``continuation_branches`` gives its run. A read past the declared step is never
+    covered; a read below it needs a deviation the arm's entry does not already cite."""
     if arm is None or arm.kind != "trained":
         yield _fail("read_points", f"{where}:arm: {arm_name!r} is not a trained arm of the study")
         return
     if rec.run != arm.run:
         yield _fail("read_points", f"{where}:run: {rec.run!r}, but the arm reads run {arm.run!r}")
         return
-    initial = ctx.study.protocol.training.initial_steps
-    if (arm.parent_run is None) != (rec.parent_step is None):
+    branch = ctx.branches().get(arm.run)
+    if (branch is None) != (rec.parent_step is None):
         yield _fail("read_points", f"{where}:parent_step: {rec.parent_step!r} for an arm "
-                                   f"{'with' if arm.parent_run else 'without'} a parent run")
+                                   f"{'with' if branch else 'without'} a parent run")
         return
-    if rec.parent_step is not None and rec.parent_step != initial:
-        yield cover(ctx, "read_points", arm_name, ("checkpoint_substitution", "recipe_change"),
-                    f"{where}:parent_step: continuation branched at {rec.parent_step}, the rule's branch is {initial}")
+    if branch is not None and rec.parent_step != branch.branch_step:
+        yield _fail("read_points", f"{where}:parent_step: continuation branched at {rec.parent_step}, but "
+                                   f"{arm.run} branches at {branch.branch_step} (registry continuations or the rule)")
+        return
     want = ctx.study.read_step(arm) - (rec.parent_step or 0)
+    cited = tuple(getattr(arm, "deviations", ()))
     if rec.rule_step != want:
-        yield _fail("read_points", f"{where}:rule_step: {rec.rule_step}, but the protocol's rule gives {want}")
+        yield _fail("read_points", f"{where}:rule_step: {rec.rule_step}, but the arm's entry reads own step {want}")
     elif rec.step == want:
         yield Finding(check="read_points", status="pass", evidence=f"{arm_name}: read step {rec.step} (combined "
-                                                                    f"{rec.combined_step}) as the rule says")
+                                                                    f"{rec.combined_step}) as its entry says")
+    elif rec.step > want:
+        yield _fail("read_points", f"{where}:step: {rec.step} read past the entry's step {want} (combined "
+                                   f"{ctx.study.read_step(arm)})")
     elif want in rec.available_steps:
         yield cover(ctx, "read_points", arm_name, ("read_point",),
-                    f"{where}:step: {rec.step} chosen although the rule's step {want} exists")
+                    f"{where}:step: {rec.step} chosen although the entry's step {want} exists", exclude=cited)
     else:
         yield cover(ctx, "read_points", arm_name, ("checkpoint_substitution", "read_point"),
-                    f"{where}:step: {rec.step} substitutes for missing step {want}")
+                    f"{where}:step: {rec.step} substitutes for missing step {want}", exclude=cited)
 
 
 def check_read_points(ctx: AuditContext) -> Iterator[Finding]:

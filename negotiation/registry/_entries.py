@@ -5,6 +5,7 @@ Layout::
     registry/<study>/deviations/NNNN-slug.yaml   one Deviation each
     registry/<study>/arms.yaml                   AddedArms (keyed by arm name, like arms.yaml)
     registry/<study>/signoffs/<arm>.yaml         one SignOff per hand-read arm
+    registry/<study>/continuations.yaml          Continuations (branch steps off the rule)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pydantic import Field
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, ArmName, StrictModel, default_root, display_path, load_yaml_model
+from negotiation.registry._continuations import ContinuationEntry, Continuations
 from negotiation.registry._deviation import DeviationLog, load_deviation_log
 
 __all__ = ["AddedArm", "AddedArms", "Registry", "SignOff", "load_registry", "registry_dir"]
@@ -76,6 +78,8 @@ class Registry:
     """Valid added arms."""
     signoffs: dict[str, SignOff] = field(default_factory=dict)
     """Valid sign-offs by arm."""
+    continuations: dict[str, ContinuationEntry] = field(default_factory=dict)
+    """Continuation runs that branch off the protocol's rule, by run name."""
     problems: list[str] = field(default_factory=list)
     """``file:key: reason`` for every file that failed to read or validate."""
 
@@ -108,6 +112,19 @@ def _load_added(path: Path, study: str, root: Path, problems: list[str]) -> dict
 README = "README.md"  # a folder's own documentation, never an entry
 
 
+def _load_continuations(path: Path, study: str, root: Path, problems: list[str]) -> dict[str, ContinuationEntry]:
+    if not path.exists():
+        return {}
+    try:
+        loaded = load_yaml_model(Continuations, path, root=root)
+    except ConfigError as exc:
+        problems.extend(str(exc).splitlines())
+        return {}
+    if loaded.study != study:
+        problems.append(f"{display_path(path, root)}:study: {loaded.study!r} differs from {study!r}")
+    return dict(loaded.continuations)
+
+
 def _load_signoffs(folder: Path, root: Path, problems: list[str]) -> dict[str, SignOff]:
     signoffs = {}
     for path in sorted(folder.glob("*")) if folder.is_dir() else []:
@@ -136,4 +153,5 @@ def load_registry(study: str, root: Path | None = None) -> Registry:
     log, problems = load_deviation_log(folder / "deviations", root=root)
     added = _load_added(folder / "arms.yaml", study, root, problems)
     signoffs = _load_signoffs(folder / "signoffs", root, problems)
-    return Registry(root, study, log, added, signoffs, problems)
+    continuations = _load_continuations(folder / "continuations.yaml", study, root, problems)
+    return Registry(root, study, log, added, signoffs, continuations, problems)

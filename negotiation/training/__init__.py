@@ -14,6 +14,7 @@ from negotiation.training._config import ArmTraining, BuyerShare, GrpoRecipe, Tr
 from negotiation.training._data import ScenarioMaker, TrainItem, training_items, validation_items
 from negotiation.training._grpo import clipped_surrogate, k3_kl, loo_advantages, lr_at, masked_mean
 from negotiation.training._protocol import (
+    branch_checkpoint,
     final_checkpoint,
     train_config_for,
     training_env,
@@ -28,7 +29,7 @@ __all__ = [
     "CURVES_FILE", "DEFAULT_TRACKING_URI", "TRAINING_INFO_FILE", "VALIDATION_FILE",
     "ArmTraining", "BuyerShare", "GrpoRecipe", "Rollouts", "ScenarioMaker", "TrainConfig",
     "TrainData", "TrainItem", "TrainSummary", "TrainingInfo", "checkpoint_steps",
-    "clipped_surrogate", "final_checkpoint", "k3_kl", "loo_advantages", "lr_at", "masked_mean",
+    "branch_checkpoint", "clipped_surrogate", "final_checkpoint", "k3_kl", "loo_advantages", "lr_at", "masked_mean",
     "play", "read_training_info", "train_arm", "train_config_for", "training_env", "training_items",
     "training_runs", "tracking_uri", "validation_items", "write_checkpoint", "write_initial_policy",
 ]

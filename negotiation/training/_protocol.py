@@ -69,12 +69,14 @@ def training_runs(study) -> list[str]:
     return sorted(runs, key=lambda r: (runs[r].parent_run is not None, r))
 
 
-def train_config_for(study, run: str, *, parent: Path | None = None,
+def train_config_for(study, run: str, *, parent: Path | None = None, steps: int | None = None,
                      protocol_hash: str = "") -> TrainConfig:
     """The ``TrainConfig`` of training run ``run`` of ``study`` (a ``negotiation.protocol.Study``).
 
-    ``parent`` is the ``step_N/`` folder a continuation starts from (the parent run's final
-    checkpoint, per the protocol's read rule); it is required exactly for continuations.
+    ``parent`` is the ``step_N/`` folder a continuation starts from (its branch checkpoint); it
+    is required exactly for continuations. ``steps`` is the run's budget as the pipeline plan
+    states it (a continuation branched at ``b`` trains ``combined_steps - b``); default the
+    protocol's rule (``initial_steps``, or ``continuation_steps`` for a continuation).
     """
     where = f"protocol/{study.name}/arms.yaml"
     owners = [a for a in study.arms.values() if a.kind == "trained" and a.run == run]
@@ -92,12 +94,22 @@ def train_config_for(study, run: str, *, parent: Path | None = None,
         raise ConfigError(f"{where}:arms.{run}.parent_run: run {run!r} {need} "
                           f"(got parent={parent})")
     t = protocol.training
-    steps = t.continuation_steps if arm.parent_run else t.initial_steps
+    if steps is None:
+        steps = t.continuation_steps if arm.parent_run else t.initial_steps
     arm_cfg = ArmTraining(study=study.name, arm=run, width=size.width, lr_multiple=arm.lr_multiple,
                           steps=steps, init_seed=size.init_seed, seed=size.init_seed,
                           parent=parent, parent_arm=arm.parent_run)
     return TrainConfig(recipe=_recipe(protocol, f"protocol/{study.name}/protocol.yaml"),
                        data=_data(protocol), arm=arm_cfg, protocol_hash=protocol_hash)
+
+
+def branch_checkpoint(run_dir: Path, step: int) -> Path:
+    """The ``step_N/`` folder a continuation branches from (``N`` = its declared branch step)."""
+    steps = checkpoint_steps(run_dir)
+    if step not in steps:
+        raise ConfigError(f"{run_dir}/step_{step}:<dir>: the continuation branches at step {step}, but the parent "
+                          f"run saved no such checkpoint (saved: {sorted(steps)})")
+    return steps[step]
 
 
 def final_checkpoint(run_dir: Path) -> Path:

@@ -10,6 +10,7 @@ import yaml
 
 from negotiation.pipeline import build_plan, write_plan
 from negotiation.pipeline._studyfile import derive_study_pipeline
+from negotiation.errors import ConfigError
 from negotiation.protocol import default_root
 
 ROOT = default_root()
@@ -33,6 +34,31 @@ def test_paper_plan_holds_the_frozen_ten_and_the_eleven_added_arms():
     assert len(arms) == 21
     assert sum(a["frozen"] for a in arms.values()) == 10
     assert {a["kind"] for a in arms.values()} == {"base", "trained", "reference"}
+
+
+def test_paper_plan_states_each_read_and_branch_as_the_paper_ran_them():
+    plan = build_plan("paper")["plan"]
+    reads = {name: (a["run"], a["read_step"], a["combined_step"], a["parent_run"], a["branch_step"])
+             for name, a in plan["arms"].items() if a["kind"] == "trained"}
+    assert reads["31b_shared_104"] == ("31b_shared_cont", 48, 104, "31b_shared_init", 56)  # App. K
+    assert reads["e4b_shared_104"] == ("e4b_shared_cont", 48, 104, "e4b_shared_init", 56)
+    assert reads["e2b_shared_104"] == ("e2b_shared_cont", 40, 104, "e2b_shared_init", 64)
+    assert reads["12b_shared_104"] == ("12b_shared_cont", 40, 104, "12b_shared_init", 64)
+    for arm in ("e2b_lr3x_56", "e2b_lr10x_56", "12b_lr3x_56", "e4b_shared_56", "31b_shared_56", "e4b_lr3x_56",
+                "31b_lr3x_56"):
+        assert reads[arm][1:] == (56, 56, "", 0), arm
+    # Fig. 3: the continuation adds 40 steps at 2.3B and 12B and 48 at 4.5B and 31B.
+    runs = plan["runs"]
+    assert {r: (runs[r]["branch_step"], runs[r]["steps"]) for r in runs if runs[r]["parent"]} == {
+        "e2b_shared_cont": (64, 40), "12b_shared_cont": (64, 40), "e4b_shared_cont": (56, 48),
+        "31b_shared_cont": (56, 48)}
+
+
+def test_a_continuation_entry_for_no_continuation_is_refused(root):
+    with (root / "registry/paper/continuations.yaml").open("a") as f:
+        f.write("  e2b_lr3x:\n    branch_step: 56\n    reason: not a continuation\n    deviations: [8]\n")
+    with pytest.raises(ConfigError, match="continuations.yaml:continuations.e2b_lr3x: 'e2b_lr3x' is not a continuation"):
+        build_plan("paper", root)
 
 
 def test_runs_start_from_their_size_init_or_their_parent_run():
@@ -71,3 +97,15 @@ def test_study_pipeline_is_the_top_level_graph_rebased_at_the_root():
     assert list(derived["stages"]) == list(top["stages"])
     assert derived["stages"]["evaluate"]["do"]["wdir"] == "../.."
     assert derived["stages"]["evaluate"]["do"]["cmd"] == top["stages"]["evaluate"]["do"]["cmd"]
+
+
+def test_status_json_shows_the_plan_s_read_steps_and_branches():
+    from tests.cli.cli_runner import nego_json
+
+    shown = {a["arm"]: a for a in nego_json("status", "paper")["arms"]}
+    plan = build_plan("paper")["plan"]["arms"]
+    for name, arm in plan.items():
+        if arm["kind"] == "trained":
+            keys = ("run", "read_step", "combined_step", "parent_run", "branch_step")
+            assert {k: shown[name][k] for k in keys} == {k: arm[k] for k in keys}, name
+    assert shown["31b_shared_104"]["reads"] == "31b_shared_cont step 48 (combined 104, branched from 31b_shared_init at 56)"

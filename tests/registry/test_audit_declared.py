@@ -170,7 +170,21 @@ def test_an_added_arm_must_fit_the_protocol(root, edit):
     write_deviation(root, "0001-add-5x.yaml", id=1, category="arm_added", arms=["w16_lr5x"])
     assert failures(run_audit("demo", root=root)) == [
         "registry/demo/arms.yaml:added_arms.w16_lr5x.read_step: reads combined step 60, not a checkpoint (every 8) "
-        "of a run planned for 64 steps"]
+        "of a run planned for 64 steps",
+        "registry/demo/arms.yaml:added_arms.w16_lr5x.read_step: combined step 60 = own step 60 of run w16_lr5x, not a "
+        "read point of the protocol {'early': 56, 'combined': 104}; the entry gives no read_reason"]
+
+
+def test_an_explicit_read_step_needs_a_reason_and_a_deviation_the_arm_cites(root):
+    (root / "registry/demo/arms.yaml").write_text(ADDED.replace("read_point: early", "read_step: 48"))
+    write_deviation(root, "0001-add-5x.yaml", id=1, category="arm_added", arms=["w16_lr5x"])
+    (problem,) = failures(run_audit("demo", root=root))
+    assert problem.endswith("the entry gives no read_reason")
+    (root / "registry/demo/arms.yaml").write_text(ADDED.replace(
+        "read_point: early", "read_step: 48\n    read_reason: read early to match a lost checkpoint"))
+    assert run_audit("demo", root=root).passed  # the arm_added entry it cites covers its read
+    covered = [f for f in run_audit("demo", root=root).findings if f.check == "read_steps" and f.status == "covered"]
+    assert [(f.deviations, f.evidence.endswith("(read early to match a lost checkpoint)")) for f in covered] == [((1,), True)]
 
 
 def test_an_evaluated_arm_outside_the_matrix_fails(root):

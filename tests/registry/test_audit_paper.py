@@ -21,17 +21,25 @@ from negotiation.registry import (
 )
 from negotiation.registry._deviation_index import append_to_index
 
-# arm -> (parent step it branched from, saved own steps, step read), as the paper reports them.
-LOST_64 = tuple(range(8, 57, 8))
+# arm -> (parent step it branched from, saved own steps, step read), as the paper reports them (Table 4,
+# Appendix K). A reproduction saves every checkpoint (no upload fault), so each read is the declared one.
 ALL_64 = tuple(range(8, 65, 8))
 READS = {
-    "e2b_shared_64": (None, ALL_64, 64), "e4b_shared_56": (None, LOST_64, 56), "12b_shared_64": (None, ALL_64, 64),
-    "31b_shared_40": (None, LOST_64, 40), "31b_shared_56": (None, LOST_64, 56),
+    "e2b_shared_64": (None, ALL_64, 64), "e4b_shared_56": (None, ALL_64, 56), "12b_shared_64": (None, ALL_64, 64),
+    "31b_shared_40": (None, ALL_64, 40), "31b_shared_56": (None, ALL_64, 56),
     "e2b_shared_104": (64, range(8, 41, 8), 40), "e4b_shared_104": (56, range(8, 49, 8), 48),
     "12b_shared_104": (64, range(8, 41, 8), 40), "31b_shared_104": (56, range(8, 49, 8), 48),
-    "e2b_lr3x_56": (None, LOST_64, 56), "e4b_lr3x_56": (None, ALL_64, 56), "e4b_lr3x_64": (None, ALL_64, 64),
-    "12b_lr3x_56": (None, ALL_64, 56), "31b_lr3x_56": (None, ALL_64, 56), "e2b_lr10x_56": (None, LOST_64, 56),
+    "e2b_lr3x_56": (None, ALL_64, 56), "e4b_lr3x_56": (None, ALL_64, 56), "e4b_lr3x_64": (None, ALL_64, 64),
+    "12b_lr3x_56": (None, ALL_64, 56), "31b_lr3x_56": (None, ALL_64, 56), "e2b_lr10x_56": (None, ALL_64, 56),
 }
+
+
+def _write_selection(study, layout, digest, arm, definition, parent, available, step, rule=None):
+    rule = study.read_step(definition) - (parent or 0) if rule is None else rule
+    write_record(SelectionRecord(
+        version=1, study="paper", arm=arm, run=definition.run, parent_step=parent, rule_step=rule, step=step,
+        substitution=step != rule, available_steps=tuple(available), checkpoint=f"ckpt/{arm}/step_{step}",
+        protocol_hash=digest), layout.selection(arm))
 
 
 @pytest.fixture
@@ -41,12 +49,7 @@ def paper_results(root: Path) -> Path:
     digest, layout = protocol_hash("paper", root), ResultsLayout(root / "outputs/paper")
     for arm, definition in arms.items():
         if arm in READS:
-            parent, available, step = READS[arm]
-            rule = study.read_step(definition) - (parent or 0)
-            write_record(SelectionRecord(
-                version=1, study="paper", arm=arm, run=definition.run, parent_step=parent, rule_step=rule, step=step,
-                substitution=step != rule, available_steps=tuple(available), checkpoint=f"ckpt/{arm}/step_{step}",
-                protocol_hash=digest), layout.selection(arm))
+            _write_selection(study, layout, digest, arm, definition, *READS[arm])
         bad = {"claude_sonnet_5": 3} if arm == "e2b_lr10x_56" else {}  # 3 bad parses in 54 turns
         cells = tuple(PilotCell(buyer=b, episodes=9, turns=54, bad_parses=bad.get(b, 0), passed=not bad.get(b))
                       for b in study.protocol.buyers.evaluation)
@@ -55,20 +58,55 @@ def paper_results(root: Path) -> Path:
     return root
 
 
+_WHERE = re.compile(r"arms\.(\w+)\.read_step:|continuations\.(\w+): branches|/(\w+)(?:/selection)?\.json:")
+
+
 def _covered(report) -> dict[tuple[str, str], tuple[int, ...]]:
-    return {(f.check, re.search(r"/(\w+)(?:/selection)?\.json:", f.evidence).group(1)): f.deviations
+    return {(f.check, next(g for g in _WHERE.search(f.evidence).groups() if g)): f.deviations
             for f in report.findings if f.status == "covered" and f.check != "arms"}
+
+
+def _read_points(report) -> dict[str, str]:
+    return {re.match(r"(\w+):|outputs/paper/select/(\w+)/", f.evidence).group(1) or
+            re.match(r"outputs/paper/select/(\w+)/", f.evidence).group(1): f.status
+            for f in report.findings if f.check == "read_points"}
 
 
 def test_every_departure_the_paper_reports_is_covered_by_its_log(paper_results):
     report = run_audit("paper", root=paper_results)
     assert report.passed, [f.evidence for f in report.findings if f.status == "fail"]
+    # Each arm is declared at the step the paper read, and the entry's deviations say why; the
+    # 4.5B and 31B continuations branch at 56 as registry data covered by entry 8.
     assert _covered(report) == {
-        ("read_points", "e4b_shared_56"): (3,), ("read_points", "31b_shared_56"): (3,),
-        ("read_points", "e4b_shared_104"): (8,), ("read_points", "31b_shared_104"): (8,),
-        ("read_points", "e2b_lr3x_56"): (4,), ("read_points", "e2b_lr10x_56"): (4,),
-        ("read_points", "12b_lr3x_56"): (5,), ("pilot_gate", "e2b_lr10x_56"): (7,),
+        ("read_steps", "e4b_shared_56"): (3, 15), ("read_steps", "31b_shared_56"): (3, 15),
+        ("read_steps", "31b_shared_40"): (15,), ("read_steps", "e2b_lr3x_56"): (4, 6),
+        ("read_steps", "e2b_lr10x_56"): (4, 6), ("read_steps", "12b_lr3x_56"): (5, 6),
+        ("read_steps", "e4b_lr3x_56"): (6,), ("read_steps", "31b_lr3x_56"): (6,),
+        ("continuations", "e4b_shared_cont"): (8,), ("continuations", "31b_shared_cont"): (8,),
+        ("pilot_gate", "e2b_lr10x_56"): (7,),
     }
+    assert set(_read_points(report).values()) == {"pass"} and len(_read_points(report)) == len(READS)
+
+
+@pytest.mark.parametrize("arm", ["e2b_lr3x_56", "e2b_lr10x_56", "12b_lr3x_56", "e4b_shared_56", "31b_shared_56",
+                                 "e4b_lr3x_56", "31b_lr3x_56"])
+def test_a_56_arm_read_at_64_fails_even_where_a_deviation_names_the_arm(paper_results, arm):
+    study = load_study("paper", paper_results)
+    definition = load_registry("paper", paper_results).added[arm]
+    layout, digest = ResultsLayout(paper_results / "outputs/paper"), protocol_hash("paper", paper_results)
+    for rule in (64, 56):  # the old rule's record, and a record that admits the declared 56
+        _write_selection(study, layout, digest, arm, definition, None, ALL_64, 64, rule=rule)
+        report = run_audit("paper", root=paper_results)
+        assert not report.passed and _read_points(report)[arm] == "fail"
+
+
+def test_the_31b_continuation_must_branch_where_the_registry_says(paper_results):
+    study = load_study("paper", paper_results)
+    layout, digest = ResultsLayout(paper_results / "outputs/paper"), protocol_hash("paper", paper_results)
+    _write_selection(study, layout, digest, "31b_shared_104", study.arms["31b_shared_104"], 64, range(8, 41, 8), 40)
+    failed = [f.evidence for f in run_audit("paper", root=paper_results).findings if f.status == "fail"]
+    assert failed == ["outputs/paper/select/31b_shared_104/selection.json:parent_step: continuation branched at 64, "
+                      "but 31b_shared_cont branches at 56 (registry continuations or the rule)"]
 
 
 def test_superseding_an_entry_withdraws_its_coverage(paper_results, edit):
@@ -80,12 +118,9 @@ def test_superseding_an_entry_withdraws_its_coverage(paper_results, edit):
     edit(paper_results / "registry/paper/arms.yaml", "deviations: [6, 4]\n", "deviations: [6, 17]\n")
     report = run_audit("paper", root=paper_results)
     problems = [f.evidence for f in report.findings if f.status == "fail"]
-    assert problems == [
-        "registry/paper/arms.yaml:added_arms.e2b_lr10x_56.deviations: entry 4 is superseded",
-        "outputs/paper/select/e2b_lr10x_56/selection.json:step: 56 substitutes for missing step 64; no active deviation "
-        "(checkpoint_substitution or read_point) covers it",
-    ]
-    assert [f.deviations for f in report.findings if "e2b_lr3x_56/selection.json" in f.evidence] == [(17,)]
+    assert problems == ["registry/paper/arms.yaml:added_arms.e2b_lr10x_56.deviations: entry 4 is superseded"]
+    assert [f.deviations for f in report.findings if "added_arms.e2b_lr3x_56.read_step" in f.evidence] == [(6, 17)]
+    assert [f.deviations for f in report.findings if "added_arms.e2b_lr10x_56.read_step" in f.evidence] == [(6,)]
 
 
 def test_the_paper_results_fail_without_the_gate_override(paper_results):

@@ -129,7 +129,7 @@ def test_a_chosen_read_point_needs_a_read_point_deviation(root, results):
     write_record(selection(study, "w16_lr3x", step=rule - every), layout.selection("w16_lr3x"))
     deviation(root, 1, "checkpoint_substitution", arms=["w16_lr3x"])  # wrong category for a choice
     (problem,) = failures(run_audit("demo", root=root), "read_points")
-    assert problem.startswith(f"outputs/demo/select/w16_lr3x/selection.json:step: {rule - every} chosen although the rule's step {rule} exists")
+    assert problem.startswith(f"outputs/demo/select/w16_lr3x/selection.json:step: {rule - every} chosen although the entry's step {rule} exists")
 
 
 def test_continuation_branch_and_rule_step_are_checked(root, results):
@@ -142,8 +142,18 @@ def test_continuation_branch_and_rule_step_are_checked(root, results):
     rule, wrong = study.read_step("w16_lr3x"), recipe.initial_steps + recipe.checkpoint_every
     write_record(selection(study, "w16_lr3x", rule_step=wrong, step=wrong, substitution=False,
                            available=_saved(study, wrong)), layout.selection("w16_lr3x"))
-    assert f"outputs/demo/select/w16_lr3x/selection.json:rule_step: {wrong}, but the protocol's rule gives {rule}" in failures(
+    assert f"outputs/demo/select/w16_lr3x/selection.json:rule_step: {wrong}, but the arm's entry reads own step {rule}" in failures(
         run_audit("demo", root=root), "read_points")
+
+
+def test_a_read_past_the_declared_step_is_never_covered(root, results):
+    study, layout = results
+    rule, every = study.read_step("w16_lr3x"), study.protocol.training.checkpoint_every
+    write_record(selection(study, "w16_lr3x", step=rule + every, substitution=True, available=_saved(study, rule + every)),
+                 layout.selection("w16_lr3x"))
+    deviation(root, 1, "read_point", arms=["w16_lr3x"])
+    (problem,) = failures(run_audit("demo", root=root), "read_points")
+    assert problem == f"outputs/demo/select/w16_lr3x/selection.json:step: {rule + every} read past the entry's step {rule} (combined {rule})"
 
 
 def test_pilot_gate_failure_is_covered_only_by_a_gate_override_of_that_cell(root, results):

@@ -106,6 +106,16 @@ def test_select_checkpoint_for_an_added_arm_reads_its_own_rule(tmp_path):
     for step in range(8, 57, 8):  # the 2.3B 3x run lost step 64
         _checkpoint(tmp_path, step)
     record = select_checkpoint(paper, "e2b_lr3x_56", tmp_path, arm=added["e2b_lr3x_56"])
-    assert (record.parent_step, record.rule_step, record.step, record.substitution) == (None, 64, 56, True)
+    assert (record.parent_step, record.rule_step, record.step, record.substitution) == (None, 56, 56, False)
     with pytest.raises(ConfigError, match="arms.e2b_base: not a trained arm"):
         select_checkpoint(paper, "e2b_base", tmp_path)
+
+
+@pytest.mark.parametrize("arm", ["e2b_lr3x_56", "e2b_lr10x_56", "12b_lr3x_56", "e4b_shared_56", "31b_shared_56",
+                                 "e4b_lr3x_56", "31b_lr3x_56"])
+def test_a_paper_56_arm_reads_56_even_when_64_was_saved(tmp_path, arm):
+    paper, added = load_study("paper"), load_registry("paper").added
+    for step in EVERY_8:  # a reproduction without the upload fault saves step 64
+        _checkpoint(tmp_path, step)
+    record = select_checkpoint(paper, arm, tmp_path, arm=added[arm])
+    assert (record.step, record.combined_step, record.substitution) == (56, 56, False)

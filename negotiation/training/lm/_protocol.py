@@ -16,14 +16,17 @@ __all__ = ["lm_train_config_for"]
 
 
 def lm_train_config_for(study, run: str, arm, *, base: Path, parent: Path | None = None,
-                        runtime: LmRuntime | None = None, protocol_hash: str = "") -> LmTrainConfig:
+                        steps: int | None = None, runtime: LmRuntime | None = None,
+                        protocol_hash: str = "") -> LmTrainConfig:
     """The ``LmTrainConfig`` of training run ``run`` of ``study`` (a ``negotiation.protocol.Study``).
 
     Args:
         arm: the trained arm (frozen or registry-added) whose entry defines the run.
         base: Hugging Face folder of the size's base checkpoint.
-        parent: the ``step_N/`` folder a continuation starts from; required exactly for
-            continuations.
+        parent: the ``step_N/`` folder a continuation starts from (its branch checkpoint);
+            required exactly for continuations.
+        steps: the run's budget as the pipeline plan states it (a continuation branched at
+            ``b`` trains ``combined_steps - b``); default the protocol's rule.
         runtime: machine settings (default: the CPU, float32).
     """
     where = f"protocol/{study.name}/arms.yaml:arms.{run}"
@@ -35,7 +38,8 @@ def lm_train_config_for(study, run: str, arm, *, base: Path, parent: Path | None
         need = "needs the parent's final checkpoint" if arm.parent_run else "has no parent run"
         raise ConfigError(f"{where}.parent_run: run {run!r} {need} (got parent={parent})")
     t = study.protocol.recipe_for(arm.size)
-    steps = t.continuation_steps if arm.parent_run else t.initial_steps
+    if steps is None:
+        steps = t.continuation_steps if arm.parent_run else t.initial_steps
     seed = int(getattr(study.protocol.sizes[arm.size], "init_seed", 0))
     lm_arm = LmArm(study=study.name, arm=run, size=arm.size, base=Path(base), lr_multiple=arm.lr_multiple,
                    steps=steps, seed=seed, parent=parent, parent_arm=arm.parent_run)

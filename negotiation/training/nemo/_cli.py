@@ -52,7 +52,8 @@ def train_config(
     no_tokenizer: bool = typer.Option(False, "--no-tokenizer",
                                       help="Leave turn tags and stop ids to the launcher."),
     parent_step: Optional[int] = typer.Option(None, "--parent-step",
-                                              help="Branch a continuation here (log a deviation)."),
+                                              help="Branch a continuation here; default registry "
+                                                   "continuations.yaml, else the parent's step initial_steps."),
     seed: int = typer.Option(0, "--seed", help="Training seed (grpo.seed and the dataset order)."),
     gpus_per_node: Optional[int] = typer.Option(None, "--gpus-per-node",
                                                 help="Default: the size's train tensor-parallel degree."),
@@ -62,8 +63,15 @@ def train_config(
     root: Optional[Path] = typer.Option(None, "--root", help="Repository root holding protocol/."),
 ) -> Path:
     """Write the NeMo-RL GRPO config of ARM's training run from the frozen protocol."""
+    from negotiation.registry import continuation_branches, load_registry
+
     loaded = load_study(study, root)
-    plan = plan_run(loaded, arm, seed=seed, parent_step=parent_step)
+    registry = load_registry(study, loaded.root)
+    arms = {**loaded.arms, **registry.added}  # added arms (the paper's 3x and 10x runs) train too
+    if parent_step is None:  # the branch is data: the registry's entry, else the rule
+        branch = continuation_branches(loaded, arms, registry.continuations).get(arms[arm].run if arm in arms else arm)
+        parent_step = branch.branch_step if branch else None
+    plan = plan_run(loaded, arm, seed=seed, parent_step=parent_step, arms=arms)
     base = Path(runs_dir) if runs_dir else default_runs_dir(study, loaded.root)
     paths = RunPaths.for_run(base, plan.run)
     parent = RunPaths.for_run(base, plan.parent_run) if plan.parent_run else None

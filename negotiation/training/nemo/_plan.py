@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,7 +51,7 @@ class RunPlan(BaseModel):
     """Training seed (NeMo-RL ``grpo.seed`` and the buyer mixture order)."""
 
 
-def _runs(arms: dict[str, Arm]) -> dict[str, Arm]:
+def _runs(arms: Mapping[str, Arm]) -> dict[str, Arm]:
     """Each run name (read by an arm, or only continued) with an arm that describes it."""
     runs: dict[str, Arm] = {}
     for arm in arms.values():
@@ -72,12 +72,15 @@ def _parent_step(study: Study, run: str, requested: int | None) -> int:
     return step
 
 
-def plan_run(study: Study, name: str, *, seed: int = 0, parent_step: int | None = None) -> RunPlan:
-    """The run that arm (or run) ``name`` of ``study`` trains."""
+def plan_run(study: Study, name: str, *, seed: int = 0, parent_step: int | None = None,
+             arms: Mapping[str, Arm] | None = None) -> RunPlan:
+    """The run that arm (or run) ``name`` of ``study`` trains; ``arms`` default the frozen
+    matrix (pass frozen plus registry-added arms to train an added arm's run)."""
     arms_file = f"protocol/{study.name}/arms.yaml"
-    runs = _runs(study.arms)
-    if name in study.arms:
-        arm = study.arms[name]
+    arms = dict(study.arms if arms is None else arms)
+    runs = _runs(arms)
+    if name in arms:
+        arm = arms[name]
         if arm.kind != "trained" or arm.run is None:
             raise ConfigError(f"{arms_file}:arms.{name}.kind: a {arm.kind} arm has no training run")
         run_name, arm_name = arm.run, name
@@ -85,7 +88,7 @@ def plan_run(study: Study, name: str, *, seed: int = 0, parent_step: int | None 
         run_name, arm_name = name, None
     else:
         raise ConfigError(f"{arms_file}:arms: no arm or run {name!r}; trained arms: "
-                          f"{sorted(a for a, v in study.arms.items() if v.kind == 'trained')}; runs: {sorted(runs)}")
+                          f"{sorted(a for a, v in arms.items() if v.kind == 'trained')}; runs: {sorted(runs)}")
     described = runs[run_name]
     recipe = study.protocol.training
     if described.parent_run is None:

@@ -29,6 +29,7 @@ def frozen_root(tmp_path_factory) -> Path:
         shutil.copytree(REPO_ROOT / "protocol" / study, root / "protocol" / study)
         (root / "protocol" / study / "lock.yaml").unlink(missing_ok=True)
         freeze(study, root)
+        shutil.copytree(REPO_ROOT / "registry" / study, root / "registry" / study)
     return root
 
 
@@ -38,7 +39,8 @@ def test_writes_the_continuation_config_of_an_arm(frozen_root, tmp_path, monkeyp
                                       "--runs-dir", str(tmp_path), "--root", str(frozen_root)])
     assert result.exit_code == 0, result.output
     path = tmp_path / "e4b_shared_cont" / "grpo.yaml"
-    assert f"wrote {path}" in result.output and "40 steps from combined step 64" in result.output
+    # The 4.5B initial run lost step 64: registry/paper/continuations.yaml branches it at 56 for 48 steps.
+    assert f"wrote {path}" in result.output and "48 steps from combined step 56" in result.output
     nemo, ours, plan = read_train_config(path)
     assert plan.run == "e4b_shared_cont" and plan.arm == "e4b_shared_104"
     assert nemo["logger"]["mlflow"]["tracking_uri"] == "http://tracking:5000"
@@ -46,6 +48,16 @@ def test_writes_the_continuation_config_of_an_arm(frozen_root, tmp_path, monkeyp
     assert ours["protocol_hash"] == lock["protocol_hash"]
     # Without a tokenizer the launcher derives tags and stop ids before training.
     assert nemo["env"]["negotiation"]["turn_tags"] is None and nemo["policy"]["generation"]["stop_token_ids"] is None
+
+
+def test_a_continuation_on_the_rule_and_an_added_arms_run(frozen_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://tracking:5000")
+    for arm, run, said in (("12b_shared_104", "12b_shared_cont", "40 steps from combined step 64"),
+                           ("e2b_lr3x_56", "e2b_lr3x", "64 steps from combined step 0")):
+        result = CliRunner().invoke(app, ["train-config", "paper", arm, "--no-tokenizer",
+                                          "--runs-dir", str(tmp_path), "--root", str(frozen_root)])
+        assert result.exit_code == 0, result.output
+        assert said in result.output and read_train_config(tmp_path / run / "grpo.yaml")[2].run == run
 
 
 def test_the_parent_only_run_and_an_explicit_output(frozen_root, tmp_path):
