@@ -25,7 +25,7 @@ from negotiation.evaluation._setup import arm_sampling_role, env_config
 from negotiation.pipeline._plan import all_arms
 from negotiation.pipeline._stage import runtime_knob
 from negotiation.protocol import Study, load_study, protocol_hash
-from negotiation.registry import PilotRecord, ResultsLayout, load_registry
+from negotiation.registry import PilotRecord, ResultsLayout, effective_protocol, load_registry
 from negotiation.tracking import MlflowTracker, flatten, git_commit
 
 
@@ -54,7 +54,10 @@ def _torch_single_thread() -> None:
 def _agent_settings(study: Study, arm_name: str, seller: str) -> dict[str, Any]:
     """How the arm's seller is sampled (by arm kind) and served (``vllm:`` sizes)."""
     arm = all_arms(study)[arm_name]
-    serve = ServeSettings.from_protocol(study.protocol, arm.size) if seller.startswith("vllm:") and arm.size else None
+    # Served as the arm actually ran: the frozen protocol with its deviations' values (the paper's
+    # 31B arms on four accelerators, deviation 17), not the frozen two.
+    protocol = effective_protocol(study.protocol, load_registry(study.name, study.root), arm_name)
+    serve = ServeSettings.from_protocol(protocol, arm.size) if seller.startswith("vllm:") and arm.size else None
     return {"seller_sampling": arm_sampling_role(arm), "serve": serve}
 
 

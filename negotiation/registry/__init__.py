@@ -16,6 +16,7 @@ from negotiation.registry._continuations import (
 )
 from negotiation.registry._cli import audit_command, deviation_app, print_report
 from negotiation.registry._deviation import CATEGORIES, Cell, Deviation, DeviationLog, load_deviation_log
+from negotiation.registry._effective import effective_protocol, value_problems
 from negotiation.registry._entries import AddedArm, AddedArms, Registry, SignOff, load_registry, registry_dir
 from negotiation.registry._readpoint import (
     CheckpointError,
@@ -38,6 +39,7 @@ from negotiation.registry._scaffold import new_deviation
 __all__ = [
     "CATEGORIES", "CHECKS", "AddedArm", "AddedArms", "AuditReport", "Branch", "Cell", "CheckpointError",
     "ContinuationEntry", "Continuations", "continuation_branches", "continuation_problems",
+    "effective_protocol", "value_problems",
     "Deviation", "DeviationLog", "Finding", "PilotCell", "PilotRecord", "ReadPoint", "Registry",
     "ResultsLayout", "SamplingRecord", "SamplingUse", "SelectionRecord", "SignOff", "audit_command",
     "deviation_app", "list_checkpoint_steps", "load_deviation_log", "load_registry", "new_deviation",

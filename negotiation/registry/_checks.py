@@ -31,7 +31,8 @@ CHECKS: tuple[Check, ...] = (
           check_deviation_ids, needs_study=False),
     Check("supersession", "each `supersedes` names an earlier entry, and no entry is superseded twice",
           check_supersession, needs_study=False),
-    Check("deviation_arms", "every arm, buyer and domain a deviation names exists", check_deviation_arms),
+    Check("deviation_arms", "every arm, buyer, domain and protocol key (values) a deviation names exists",
+          check_deviation_arms),
     Check("arms", "every planned or evaluated arm is in the frozen matrix, or added with an active arm_added "
                   "deviation that lists it", check_arms),
     Check("read_steps", "each trained arm reads a named read point of the protocol, or its entry's explicit read_step "

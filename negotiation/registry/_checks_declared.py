@@ -6,6 +6,7 @@ from typing import Iterator
 
 from negotiation.protocol import arm_problems
 from negotiation.registry._audit import AuditContext, Finding, cover
+from negotiation.registry._effective import value_problems
 
 __all__ = [
     "check_arms", "check_deviation_arms", "check_deviation_ids", "check_hand_read", "check_lock",
@@ -109,8 +110,11 @@ def check_deviation_arms(ctx: AuditContext) -> Iterator[Finding]:
                 if value is not None and value not in known:
                     bad = True
                     yield _fail("deviation_arms", f"{where}:cells.{i}.{key}: unknown {key} {value!r}")
+    for problem in value_problems(ctx.study.protocol, ctx.registry):
+        bad = True
+        yield _fail("deviation_arms", problem)
     if not bad:
-        yield _ok("deviation_arms", "every arm, buyer and domain a deviation names exists")
+        yield _ok("deviation_arms", "every arm, buyer, domain and protocol key a deviation names exists")
 
 
 def _added_arm_findings(ctx: AuditContext, name: str) -> Iterator[Finding]:

@@ -84,6 +84,10 @@ class Deviation(StrictModel):
     """Id of the entry this one amends; the amended entry then covers nothing."""
     source: str | None = None
     """Where the departure is reported (e.g. a section of the paper)."""
+    values: dict[str, bool | int | float | str] = Field(default_factory=dict)
+    """Frozen protocol keys (dotted, e.g. ``sizes.31b.eval_accelerators``) and the value the covered
+    arms ran with instead. The frozen protocol keeps what was frozen; the pipeline runs each arm
+    under ``effective_protocol`` (the frozen one with these values applied)."""
 
     @model_validator(mode="after")
     def _scope(self) -> "Deviation":
@@ -93,6 +97,8 @@ class Deviation(StrictModel):
             raise ValueError("name the arms or cells covered, or set all_arms: true")
         if self.supersedes == self.id:
             raise ValueError(f"entry {self.id} cannot supersede itself")
+        if self.values and self.cells:
+            raise ValueError("values apply to whole arms: scope the entry by arms or all_arms, not cells")
         return self
 
     def covers(self, arm: str, buyer: str | None = None, domain: str | None = None) -> bool:

@@ -70,7 +70,8 @@ def test_table_8_per_size_settings(paper):
     sizes = paper.protocol.sizes
     want = {  # effective, total, train TP, micro-batch, generation memory fraction, eval accelerators
         "e2b": (2.3, 5.1, 1, 1, 0.45, 1), "e4b": (4.5, 8.0, 1, 1, 0.40, 1),
-        "12b": (11.95, 11.95, 1, 1, 0.35, 1), "31b": (30.7, 30.7, 4, 1, 0.30, 4),
+        # App. K: the protocol froze 31B serving on two accelerators; the four of Table 8 are deviation 17.
+        "12b": (11.95, 11.95, 1, 1, 0.35, 1), "31b": (30.7, 30.7, 4, 1, 0.30, 2),
     }
     got = {k: (s.effective_params_b, s.total_params_b, s.train_tensor_parallel, s.train_micro_batch,
                s.generation_memory_fraction, s.eval_accelerators) for k, s in sizes.items()}

@@ -112,14 +112,16 @@ def test_the_31b_continuation_must_branch_where_the_registry_says(paper_results)
 def test_superseding_an_entry_withdraws_its_coverage(paper_results, edit):
     folder = paper_results / "registry/paper/deviations"
     old = yaml.safe_load((folder / "0004-2-3b-3x-and-10x-lr-arms-read-at-step-56.yaml").read_text())
-    amended = {**old, "id": 17, "arms": ["e2b_lr3x_56"], "supersedes": 4, "title": "2.3B 3x arm read at step 56"}
-    (folder / "0017-2-3b-3x-arm-read-at-step-56.yaml").write_text(yaml.safe_dump(amended, sort_keys=False))
-    append_to_index(folder, 17, folder / "0017-2-3b-3x-arm-read-at-step-56.yaml")  # as `nego deviation new` does
-    edit(paper_results / "registry/paper/arms.yaml", "deviations: [6, 4]\n", "deviations: [6, 17]\n")
+    new_id = max(int(p.name[:4]) for p in folder.glob("0*.yaml")) + 1
+    amended = {**old, "id": new_id, "arms": ["e2b_lr3x_56"], "supersedes": 4, "title": "2.3B 3x arm read at step 56",
+               "date": "2026-12-31"}
+    (folder / f"{new_id:04d}-2-3b-3x-arm-read-at-step-56.yaml").write_text(yaml.safe_dump(amended, sort_keys=False))
+    append_to_index(folder, new_id, folder / f"{new_id:04d}-2-3b-3x-arm-read-at-step-56.yaml")  # as `nego deviation new` does
+    edit(paper_results / "registry/paper/arms.yaml", "deviations: [6, 4]\n", f"deviations: [6, {new_id}]\n")
     report = run_audit("paper", root=paper_results)
     problems = [f.evidence for f in report.findings if f.status == "fail"]
     assert problems == ["registry/paper/arms.yaml:added_arms.e2b_lr10x_56.deviations: entry 4 is superseded"]
-    assert [f.deviations for f in report.findings if "added_arms.e2b_lr3x_56.read_step" in f.evidence] == [(6, 17)]
+    assert [f.deviations for f in report.findings if "added_arms.e2b_lr3x_56.read_step" in f.evidence] == [(6, new_id)]
     assert [f.deviations for f in report.findings if "added_arms.e2b_lr10x_56.read_step" in f.evidence] == [(6,)]
 
 

@@ -79,7 +79,10 @@ def test_superseded_entries_stop_covering(tmp_path):
 
 def test_paper_log_encodes_appendix_k_and_the_added_arms():
     registry = load_registry("paper")
-    assert registry.problems == [] and sorted(registry.deviations.entries) == list(range(1, 17))
+    # 1-16: Appendix K and the added arms; 17 amends 9 with the serving value (the protocol keeps the frozen 2).
+    assert registry.problems == [] and sorted(registry.deviations.entries) == list(range(1, 18))
+    assert registry.deviations.entries[17].supersedes == 9
+    assert registry.deviations.entries[17].values == {"sizes.31b.eval_accelerators": 4}
     assert all(re.match(r"^\d{4}-", p.name) for p in registry.deviations.paths.values())
     gate = [e for e in registry.deviations.entries.values() if e.category == "gate_override"]
     assert len(gate) == 1 and gate[0].covers("e2b_lr10x_56", buyer="claude_sonnet_5")
