@@ -51,8 +51,9 @@ CHECKS: tuple[Check, ...] = (
                          "cite, a read past it fails", check_read_points, needs_results=True),
     Check("pilot_gate", "each pilot cell (arm x buyer) passed the gate, or a gate_override deviation covers it",
           check_pilot_gate, needs_results=True),
-    Check("sampling", "sampling sent to seller and buyers equals the protocol's, or a sampling_change / "
-                      "harness_change deviation covers it", check_sampling, needs_results=True),
+    Check("sampling", "sampling sent to and accepted by seller and buyers equals the protocol's, or a "
+                      "sampling_change deviation (a harness_change one only if it names the arm) covers it",
+          check_sampling, needs_results=True),
     Check("error_rows", "episode tables hold no more error rows than the protocol allows (zero)", check_error_rows,
           needs_results=True),
     Check("pairing", "every evaluated arm has exactly the protocol's (domain, seed, buyer) keys, once each",

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, SamplingSettings, load_json_model
 from negotiation.registry._audit import AuditContext, Finding, cover
-from negotiation.registry._records import PilotRecord, SamplingRecord, SelectionRecord
+from negotiation.registry._records import PilotRecord, SamplingRecord, SamplingUse, SelectionRecord
 
 __all__ = ["check_pilot_gate", "check_provenance", "check_read_points", "check_sampling"]
 
@@ -156,6 +156,28 @@ def _differences(used: SamplingSettings, want: SamplingSettings) -> list[str]:
             for key in SamplingSettings.model_fields if getattr(used, key) != getattr(want, key)]
 
 
+def _sampling_cover(ctx: AuditContext, arm: str, buyer: str | None, evidence: str) -> Finding:
+    """Sampling drift is covered by a ``sampling_change`` entry covering the arm (for a buyer's
+    drift, that buyer's cell), or by a ``harness_change`` entry that names the arm itself: a broad
+    ``all_arms`` harness entry does not excuse one arm's decoding."""
+    log = ctx.registry.deviations
+    ids = log.covering(arm, ("sampling_change",), buyer=buyer)
+    ids += [i for i in log.covering(arm, ("harness_change",), buyer=buyer) if not log.entries[i].all_arms]
+    if ids:
+        return Finding(check="sampling", status="covered", evidence=evidence, deviations=tuple(sorted(ids)))
+    return Finding(check="sampling", status="fail", evidence=f"{evidence}; no active sampling_change entry, or "
+                   "harness_change entry naming the arm, covers it")
+
+
+def _use_diffs(key: str, use: SamplingUse, want: SamplingSettings) -> list[tuple[str, str]]:
+    """Differences of what was sent and of what the provider accepted (as recorded from its
+    responses: sent minus rejected) from the protocol's settings."""
+    diffs = [(f"{key}.requested", d) for d in _differences(use.requested, want)]
+    if use.accepted is not None:
+        diffs += [(f"{key}.accepted", d) for d in _differences(use.accepted, want)]
+    return diffs
+
+
 def check_sampling(ctx: AuditContext) -> Iterator[Finding]:
     sampling, planned = ctx.study.protocol.sampling, ctx.planned_arms()
     buyers = ctx.study.protocol.buyers.evaluation
@@ -168,12 +190,13 @@ def check_sampling(ctx: AuditContext) -> Iterator[Finding]:
         if arm is None:
             continue  # check "arms" reports an arm outside the matrix
         want = sampling.reference_seller if arm.kind == "reference" else sampling.self_served_seller
-        diffs = [("seller.requested", d) for d in _differences(rec.seller.requested, want)]
+        diffs = [(None, key, d) for key, d in _use_diffs("seller", rec.seller, want)]
         if set(rec.buyers) != set(buyers):
             yield _fail("sampling", f"{where}:buyers: {sorted(rec.buyers)}, expected {sorted(buyers)}")
         for name, use in sorted(rec.buyers.items()):
-            diffs += [(f"buyers.{name}.requested", d) for d in _differences(use.requested, sampling.buyer)]
+            diffs += [(name, key, d) for key, d in _use_diffs(f"buyers.{name}", use, sampling.buyer)]
         if not diffs:
-            yield Finding(check="sampling", status="pass", evidence=f"{arm_name}: seller and buyers as the protocol says")
-        for key, diff in diffs:
-            yield cover(ctx, "sampling", arm_name, ("sampling_change", "harness_change"), f"{where}:{key}: {diff}")
+            yield Finding(check="sampling", status="pass", evidence=f"{arm_name}: seller and buyers sent and "
+                                                                   "accepted as the protocol says")
+        for buyer, key, diff in diffs:
+            yield _sampling_cover(ctx, arm_name, buyer, f"{where}:{key}: {diff}")

@@ -14,6 +14,8 @@ from negotiation.registry import (
     PilotCell,
     PilotRecord,
     ResultsLayout,
+    SamplingRecord,
+    SamplingUse,
     SelectionRecord,
     load_registry,
     run_audit,
@@ -131,3 +133,22 @@ def test_the_paper_results_fail_without_the_gate_override(paper_results):
     report = run_audit("paper", root=paper_results)
     failed = {f.check for f in report.findings if f.status == "fail"}
     assert {"pilot_gate", "deviation_ids"} <= failed
+
+
+def test_sonnet_5_rejecting_temperature_is_covered_by_its_own_entry_not_the_harness_revision(paper_results):
+    study = load_study("paper", paper_results)
+    sampling, digest = study.protocol.sampling, protocol_hash("paper", paper_results)
+    layout = ResultsLayout(paper_results / "outputs/paper")
+    rejected = SamplingUse(requested=sampling.buyer, accepted=sampling.buyer.model_copy(update={"temperature": None}))
+    for arm, seller in (("12b_lr3x_56", sampling.self_served_seller), ("ref_claude_sonnet_5", sampling.reference_seller)):
+        accepted = seller.model_copy(update={"temperature": None}) if arm.startswith("ref_claude") else seller
+        write_record(SamplingRecord(version=1, study="paper", arm=arm, seller=SamplingUse(requested=seller, accepted=accepted),
+                                    buyers={"claude_sonnet_5": rejected,
+                                            "gpt_5_6_terra": SamplingUse(requested=sampling.buyer, accepted=sampling.buyer)},
+                                    protocol_hash=digest), layout.sampling(arm))
+    report = run_audit("paper", root=paper_results)
+    rows = [(f.status, f.deviations) for f in report.findings if f.check == "sampling"]
+    assert rows == [("covered", (18,))] * 3  # 12B's buyer; the reference seller and its buyer
+    shutil.move(paper_results / "registry/paper/deviations/0018-claude-sonnet-5-rejects-the-temperature-parameter.yaml",
+                paper_results / "sonnet.yaml.bak")
+    assert {f.status for f in run_audit("paper", root=paper_results).findings if f.check == "sampling"} == {"fail"}

@@ -186,6 +186,30 @@ def test_sampling_that_differs_from_the_protocol(root, results):
     assert run_audit("demo", root=root).passed
 
 
+def test_what_a_provider_accepted_is_audited_not_only_what_was_sent(root, results):
+    study, layout = results
+    record = sampling(study, "w16_lr3x")
+    protocol = study.protocol.sampling
+    buyer = sorted(record.buyers)[0]
+    # The seller's provider rejected temperature (as one buyer does in App. A); the buyer's ran at its own.
+    seller = SamplingUse(requested=protocol.self_served_seller,
+                         accepted=protocol.self_served_seller.model_copy(update={"temperature": None}))
+    buyers = {**record.buyers, buyer: SamplingUse(requested=protocol.buyer,
+                                                  accepted=protocol.buyer.model_copy(update={"temperature": 0.5}))}
+    write_record(record.model_copy(update={"seller": seller, "buyers": buyers}), layout.sampling("w16_lr3x"))
+    problems = failures(run_audit("demo", root=root), "sampling")
+    assert [p.split(";")[0] for p in problems] == [
+        "outputs/demo/evaluate/w16_lr3x/sampling.json:seller.accepted: temperature=None (protocol 1.0)",
+        f"outputs/demo/evaluate/w16_lr3x/sampling.json:buyers.{buyer}.accepted: temperature=0.5 (protocol None)"]
+    deviation(root, 1, "harness_change", all_arms=True)  # a broad harness entry does not name the arm
+    assert len(failures(run_audit("demo", root=root), "sampling")) == 2
+    deviation(root, 2, "sampling_change", cells=[{"arm": "w16_lr3x", "buyer": buyer}])
+    (left,) = failures(run_audit("demo", root=root), "sampling")
+    assert left.startswith("outputs/demo/evaluate/w16_lr3x/sampling.json:seller.accepted")
+    deviation(root, 3, "harness_change", arms=["w16_lr3x"])
+    assert run_audit("demo", root=root).passed
+
+
 def test_error_rows_and_broken_pairing_fail(root, results):
     study, layout = results
     frame = episodes(study, "w16_lr3x")

@@ -79,8 +79,9 @@ def test_superseded_entries_stop_covering(tmp_path):
 
 def test_paper_log_encodes_appendix_k_and_the_added_arms():
     registry = load_registry("paper")
-    # 1-16: Appendix K and the added arms; 17 amends 9 with the serving value (the protocol keeps the frozen 2).
-    assert registry.problems == [] and sorted(registry.deviations.entries) == list(range(1, 18))
+    # 1-16: Appendix K and the added arms; 17 amends 9 with the serving value (the protocol keeps the frozen 2);
+    # 18: Appendix A's Sonnet 5 temperature refusal.
+    assert registry.problems == [] and sorted(registry.deviations.entries) == list(range(1, 19))
     assert registry.deviations.entries[17].supersedes == 9
     assert registry.deviations.entries[17].values == {"sizes.31b.eval_accelerators": 4}
     assert all(re.match(r"^\d{4}-", p.name) for p in registry.deviations.paths.values())

@@ -24,12 +24,12 @@ def test_31b_arms_are_served_on_four_while_the_frozen_protocol_says_two():
 def test_a_superseded_entry_s_values_no_longer_apply_and_bad_keys_fail_the_audit(root):
     folder = root / "registry/paper/deviations"
     entry = yaml.safe_load((folder / "0017-31b-arms-served-on-four-accelerators-value-recorded.yaml").read_text())
-    amended = {**entry, "id": 18, "supersedes": 17, "date": "2026-12-31", "values": {"sizes.31b.eval_acelerators": 8}}
-    (folder / "0018-typo.yaml").write_text(yaml.safe_dump(amended, sort_keys=False))
+    amended = {**entry, "id": 19, "supersedes": 17, "date": "2026-12-31", "values": {"sizes.31b.eval_acelerators": 8}}
+    (folder / "0019-typo.yaml").write_text(yaml.safe_dump(amended, sort_keys=False))
     study, registry = load_study("paper", root), load_registry("paper", root)
     failed = [f.evidence for f in run_audit("paper", root=root).findings if f.status == "fail"]
-    assert failed == ["registry/paper/deviations/0018-typo.yaml:values.sizes.31b.eval_acelerators: no protocol key "
+    assert failed == ["registry/paper/deviations/0019-typo.yaml:values.sizes.31b.eval_acelerators: no protocol key "
                       "'eval_acelerators' there"]
-    (folder / "0018-typo.yaml").write_text(yaml.safe_dump({**amended, "values": {"sizes.31b.eval_accelerators": 8}}))
+    (folder / "0019-typo.yaml").write_text(yaml.safe_dump({**amended, "values": {"sizes.31b.eval_accelerators": 8}}))
     registry = load_registry("paper", root)
     assert effective_protocol(study.protocol, registry, "31b_base").sizes["31b"].eval_accelerators == 8
