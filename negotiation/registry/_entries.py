@@ -62,6 +62,9 @@ class SignOff(StrictModel):
     """``pass``: no degenerate behaviour found; ``fail``: the arm's results should not count."""
     notes: str = ""
     """What the reader saw."""
+    source: str | None = None
+    """Where the reading is reported, when it was not done in this checkout (e.g. the paper's
+    Appendix E for the paper study's arms)."""
 
 
 @dataclass

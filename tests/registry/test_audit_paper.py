@@ -152,3 +152,13 @@ def test_sonnet_5_rejecting_temperature_is_covered_by_its_own_entry_not_the_harn
     shutil.move(paper_results / "registry/paper/deviations/0018-claude-sonnet-5-rejects-the-temperature-parameter.yaml",
                 paper_results / "sonnet.yaml.bak")
     assert {f.status for f in run_audit("paper", root=paper_results).findings if f.check == "sampling"} == {"fail"}
+
+
+def test_the_paper_s_hand_read_guard_is_recorded_not_pending():
+    report = run_audit("paper", results_dir=Path("/nonexistent/no-results"))
+    rows = [f for f in report.findings if f.check == "hand_read"]
+    registry = load_registry("paper")
+    trained = {a for a, v in {**load_study("paper").arms, **registry.added}.items() if v.kind == "trained"}
+    assert {f.status for f in rows} == {"pass"} and len(rows) == len(trained) == 15
+    assert set(registry.signoffs) == trained
+    assert all(s.source and "Appendix E" in s.source for s in registry.signoffs.values())
