@@ -8,6 +8,7 @@ from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.pipeline._evaluate import _agent_settings
 from negotiation.protocol import load_study
 from negotiation.registry import effective_protocol, load_registry, run_audit
+from negotiation.registry._deviation_index import append_to_index
 
 
 def test_31b_arms_are_served_on_four_while_the_frozen_protocol_says_two():
@@ -26,6 +27,7 @@ def test_a_superseded_entry_s_values_no_longer_apply_and_bad_keys_fail_the_audit
     entry = yaml.safe_load((folder / "0017-31b-arms-served-on-four-accelerators-value-recorded.yaml").read_text())
     amended = {**entry, "id": 19, "supersedes": 17, "date": "2026-12-31", "values": {"sizes.31b.eval_acelerators": 8}}
     (folder / "0019-typo.yaml").write_text(yaml.safe_dump(amended, sort_keys=False))
+    append_to_index(folder, 19, folder / "0019-typo.yaml")  # as `nego deviation new` does
     study, registry = load_study("paper", root), load_registry("paper", root)
     failed = [f.evidence for f in run_audit("paper", root=root).findings if f.status == "fail"]
     assert failed == ["registry/paper/deviations/0019-typo.yaml:values.sizes.31b.eval_acelerators: no protocol key "
