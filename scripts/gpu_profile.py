@@ -27,17 +27,26 @@ import time
 from pathlib import Path
 
 PEAK_FLOPS = 790e12
+START = time.perf_counter()
 
 
 def _log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+    print(f"[{time.perf_counter() - START:7.1f}s] {msg}", flush=True)
+
+
+def _over(budget: float | None, what: str) -> bool:
+    """Whether the call's time budget is spent (then ``what`` is skipped and says so)."""
+    if budget is not None and time.perf_counter() - START > budget:
+        _log(f"time budget of {budget:.0f}s spent: skipping {what}")
+        return True
+    return False
 
 
 def _arms_of(study, sizes):
     return {name: arm for name, arm in study.arms.items() if arm.size in sizes}
 
 
-def _build_bases(study, sizes, results: Path) -> dict:
+def _build_bases(study, sizes, results: Path, device: str, warm_steps: int | None) -> dict:
     from negotiation.lm import write_base, write_tokenizer
 
     tok = results / "tokenizer"
@@ -48,12 +57,13 @@ def _build_bases(study, sizes, results: Path) -> dict:
         folder = results / "init" / size
         if not (folder / "config.json").is_file():
             start = time.perf_counter()
-            records[size] = write_base(study.protocol, size, tok, folder, log=_log, device="cuda")
+            records[size] = write_base(study.protocol, size, tok, folder, log=_log, device=device,
+                                       steps=warm_steps)
             records[size]["seconds"] = time.perf_counter() - start
     return records
 
 
-def _train(study, arms, results: Path, steps_cap: int | None) -> dict:
+def _train(study, arms, results: Path, steps_cap: int | None, budget: float | None, device: str) -> dict:
     import pandas as pd
     import torch
 
@@ -68,18 +78,23 @@ def _train(study, arms, results: Path, steps_cap: int | None) -> dict:
                 runs.setdefault(arm.parent_run, arm)
             runs.setdefault(arm.run, arm)
     order = sorted(runs, key=lambda r: (runs[r].run == r and runs[r].parent_run is not None, r))
-    precision = study.protocol.gpu_training.optimizer.precision if study.protocol.gpu_training else "fp32"
-    runtime = LmRuntime(device="cuda", dtype="bfloat16" if precision == "bf16" else "float32",
-                        gradient_checkpointing=True, micro_batch_tokens=65536)
     out = {}
     for run in order:
         arm = runs[run]
+        if (results / "train" / run / "curves.csv").is_file():
+            continue  # trained already (by an earlier arm of the same run)
+        if _over(budget, f"training run {run}"):
+            break
         parent = final_checkpoint(results / "train" / arm.parent_run) if run == arm.run and arm.parent_run else None
+        precision = study.protocol.recipe_for(arm.size).optimizer.precision
+        runtime = LmRuntime(device=device, dtype="bfloat16" if precision == "bf16" else "float32",
+                            gradient_checkpointing=device != "cpu", micro_batch_tokens=65536)
         cfg = lm_train_config_for(study, run, arm, base=results / "init" / arm.size, parent=parent, runtime=runtime,
                                   protocol_hash=protocol_hash(study.name))
         if steps_cap is not None and cfg.arm.steps > steps_cap:
             cfg = cfg.model_copy(update={"arm": cfg.arm.model_copy(update={"steps": steps_cap})})
-        torch.cuda.reset_peak_memory_stats()
+        if device != "cpu":
+            torch.cuda.reset_peak_memory_stats()
         _log(f"train {run}: {cfg.arm.steps} steps, size {arm.size}, lr x{arm.lr_multiple}")
         summary = train_lm_arm(cfg, results / "train" / run, track=False)
         timing = pd.read_csv(results / "train" / run / "timing.csv")
@@ -97,10 +112,10 @@ def _throughput(timing, seconds: float, steps: int) -> dict:
             "generated_tokens_per_second": round(float(timing["generated_tokens"].sum() / timing["generation_seconds"].sum()), 1),
             "trained_tokens_per_second": round(float(timing["sequence_tokens"].sum() / timing["training_seconds"].sum()), 1),
             "mfu": round(float(flops.sum() / step_s.sum() / PEAK_FLOPS), 5),
-            "peak_memory_gb": round(float(timing.get("peak_memory_gb", [0]).max()), 2)}
+            "peak_memory_gb": round(float(timing["peak_memory_gb"].max()), 2) if "peak_memory_gb" in timing else None}
 
 
-def _evaluate(study, arms, results: Path) -> dict:
+def _evaluate(study, arms, results: Path, budget: float | None, device: str) -> dict:
     from negotiation.evaluation import RunOptions, build_cell, evaluate_cell
     from negotiation.protocol import protocol_hash
     from negotiation.registry import select_checkpoint
@@ -111,16 +126,23 @@ def _evaluate(study, arms, results: Path) -> dict:
             folder = results / "init" / arm.size
         elif arm.kind == "trained":
             parent = results / "train" / arm.parent_run if arm.parent_run else None
+            if not (results / "train" / arm.run).is_dir():
+                continue
             folder = Path(select_checkpoint(study, name, results / "train" / arm.run, arm=arm,
                                             parent_run_dir=parent).checkpoint)
         else:
             continue
-        seller = f"hf:{folder.resolve()}?device=cuda"
+        if _over(budget, f"evaluating {name}"):
+            break
+        seller = f"hf:{folder.resolve()}?device={device}"
         cell = build_cell(study.protocol, arm=name, seller=seller)
         start = time.perf_counter()
         result = asyncio.run(evaluate_cell(cell, results / "evaluate" / name, study.protocol,
                                            protocol_hash=protocol_hash(study.name),
-                                           options=RunOptions(concurrency=64, pilot=False),
+                                           # One episode at a time: concurrent `generate` calls on one
+                                           # shared model (the hf: agent's worker threads) gave NaN
+                                           # probabilities in a CPU dry run.
+                                           options=RunOptions(concurrency=1, pilot=False),
                                            seller_sampling="self_served_seller"))
         ok = result.episodes[result.episodes["outcome"] != "error"]
         scores[name] = {"checkpoint": str(folder.relative_to(results)), "mean_S": round(float(ok["S"].mean()), 4),
@@ -130,17 +152,39 @@ def _evaluate(study, arms, results: Path) -> dict:
 
 
 def run(args) -> None:
+    import torch
+
     from negotiation.protocol import load_study
 
+    torch.backends.cuda.matmul.allow_tf32 = True
     study = load_study("lm")
     sizes = args.sizes or sorted(k for k, v in study.protocol.sizes.items() if getattr(v, "profile", "") == "gpu")
     results = Path(args.results)
-    record: dict = {"sizes": sizes, "steps_cap": args.steps}
-    record["bases"] = _build_bases(study, sizes, results)
+    results.mkdir(parents=True, exist_ok=True)
+    device = args.device
+    name = torch.cuda.get_device_name(0) if device != "cpu" else "cpu"
+    record: dict = {"sizes": sizes, "steps_cap": args.steps, "device": name}
+    out = results / "gpu_profile.json"
+
+    def save() -> None:
+        out.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+
+    record["bases"] = _build_bases(study, sizes, results, device, args.warm_steps)
+    save()
     arms = _arms_of(study, sizes)
-    record["training"] = _train(study, arms, results, args.steps)
-    record["evaluation"] = _evaluate(study, arms, results)
-    (results / "gpu_profile.json").write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+    record["training"], record["evaluation"] = {}, {}
+    bases = {n: a for n, a in arms.items() if a.kind == "base"}
+    record["evaluation"].update(_evaluate(study, bases, results, args.budget, device))
+    save()
+    # Shared-LR arms first (the primary contrasts), then the 3x arms; each evaluated right after
+    # its run so a spent budget leaves whole contrasts behind.
+    for name, arm in sorted(((n, a) for n, a in arms.items() if a.kind == "trained"),
+                            key=lambda kv: (kv[1].lr_multiple, kv[0])):
+        record["training"].update(_train(study, {name: arm}, results, args.steps, args.train_budget, device))
+        save()
+        record["evaluation"].update(_evaluate(study, {name: arm}, results, args.budget, device))
+        record["seconds"] = round(time.perf_counter() - START, 1)
+        save()
 
 
 def main() -> None:
@@ -150,6 +194,10 @@ def main() -> None:
     r.add_argument("--results", default="outputs/lm")
     r.add_argument("--sizes", nargs="*")
     r.add_argument("--steps", type=int, default=None)
+    r.add_argument("--warm-steps", type=int, default=None, help="warm-start steps (default: the protocol's)")
+    r.add_argument("--device", default="cuda", help="cuda (the GPU profile) or cpu (a dry run)")
+    r.add_argument("--train-budget", type=float, default=None, help="seconds after which no run starts")
+    r.add_argument("--budget", type=float, default=None, help="seconds after which no evaluation starts")
     s = sub.add_parser("summary")
     s.add_argument("--results", default="outputs/lm")
     args = p.parse_args()
