@@ -4,8 +4,8 @@ batched generation with a KV cache and seeded sampling.
 No pretrained weights can be downloaded, so the ``lm`` study (``protocol/lm/``) trains its own
 byte-level BPE tokenizer on the project's dialogues, builds causal LMs of the protocol's sizes
 from a seed and warm-starts them by imitation of scripted sellers; every base is a Hugging Face
-folder that ``hf:`` and ``vllm:`` sellers load. Importing this package needs neither torch nor
-transformers (they are imported by the functions that use them). See ``docs/lm.md``.
+folder that ``hf:`` and ``vllm:`` sellers load. Importing this package imports torch (the
+generator) but not transformers (imported by the functions that use it). See ``docs/lm.md``.
 """
 
 from negotiation.lm._corpus import Chat, corpus_seeds, seller_chats, tokenizer_texts

@@ -63,13 +63,13 @@ def write_tokenizer(protocol: Any, folder: str | Path) -> dict[str, Any]:
 
 
 def write_base(protocol: Any, size: str, tokenizer_dir: str | Path, folder: str | Path, *,
-               steps: int | None = None, log: Callable[[str], None] = print,
-               device: str | None = None) -> dict[str, Any]:
-    """Build ``size`` from its seed, warm-start it and save it to ``folder``; return the record.
+               steps: int | None = None, device: str | None = None, log: Callable[[str], None] = print
+               ) -> dict[str, Any]:
+    """Build ``size`` from its seed, warm-start it on ``device`` and save it to ``folder``; return
+    the record.
 
     ``steps`` (default: the recipe's ``steps`` for a cpu size, ``gpu_steps`` for a gpu size) may
-    be 0: the folder then holds the untrained initialisation. ``device`` (e.g. ``cuda``) runs the
-    warm start there; the saved folder is the same format.
+    be 0: the folder then holds the untrained initialisation.
     """
     from negotiation.lm._sft import encode_examples, train_sft
 
@@ -78,11 +78,11 @@ def write_base(protocol: Any, size: str, tokenizer_dir: str | Path, folder: str 
     tokenizer = load_tokenizer(tokenizer_dir)
     tags = ladder_tags(protocol, tokenizer)
     model = build_model(spec, tokenizer, vocab_size=protocol.tokenizer.vocab_size)
-    if device is not None:
-        model.to(device)
-    steps = (recipe.steps if spec.profile == "cpu" else recipe.gpu_steps) if steps is None else steps
+    gpu = spec.profile == "gpu"
+    steps = (recipe.gpu_steps if gpu else recipe.steps) if steps is None else steps
+    batch = recipe.gpu_batch_sequences if gpu else recipe.batch_sequences
     record: dict[str, Any] = {"version": 1, "study": protocol.study, "size": size, "parameters": count_parameters(model),
-                              "steps": steps, "recipe": recipe.model_dump(mode="json")}
+                              "steps": steps, "batch_sequences": batch, "recipe": recipe.model_dump(mode="json")}
     if steps > 0:
         train, dropped = encode_examples(tokenizer, tags, list(seller_chats(protocol, "train")), recipe.sequence_tokens)
         held_out = list(seller_chats(protocol, "validation"))
@@ -90,7 +90,9 @@ def write_base(protocol: Any, size: str, tokenizer_dir: str | Path, folder: str 
         validation, _ = encode_examples(tokenizer, tags, picked, recipe.sequence_tokens)
         log(f"warm start of {size}: {record['parameters']:,} parameters, {len(train)} training chats "
             f"({dropped} longer than {recipe.sequence_tokens} tokens left out), {len(validation)} validation chats")
-        result = train_sft(model, recipe, steps, train, validation, tokenizer.convert_tokens_to_ids(PAD), log=log)
+        model.to(device or "cpu")
+        result = train_sft(model, recipe, steps, batch, train, validation, tokenizer.convert_tokens_to_ids(PAD), log=log)
+        model.to("cpu")
         result.dropped_too_long = dropped
         record.update({"train_examples": result.train_examples, "dropped_too_long": dropped,
                        "validation_examples": result.validation_examples,

@@ -11,7 +11,7 @@ bottom in ``warm_start``:
 - order: one ``numpy`` Generator seeded with ``warm_start.seed`` permutes the examples, batches
   of ``batch_sequences`` are taken in that order (a new permutation per pass);
 - loss: next-token cross-entropy averaged over the batch's seller tokens;
-- AdamW (β 0.9/0.95, ``weight_decay``), gradient-norm clip 1.0, linear warmup over
+- AdamW (β 0.9/0.95, ``weight_decay``), float32 weights (bf16 autocast on CUDA), gradient-norm clip 1.0, linear warmup over
   ``warmup_steps`` then cosine to a tenth of ``learning_rate`` on the last step;
 - validation: the same loss over ``validation_chats`` held-out chats (validation seeds), at step 0, every
   ``validation_every`` steps and after the last step.
@@ -88,12 +88,6 @@ def _batch(examples: Sequence[tuple[list[int], list[int]]], pad_id: int) -> tupl
     return ids, attention, mask
 
 
-def _on(model: Any, *tensors: Any) -> tuple[Any, ...]:
-    """The tensors on the model's device (a GPU warm start)."""
-    device = next(model.parameters()).device
-    return tuple(t.to(device) for t in tensors)
-
-
 def masked_lm_loss(logits: Any, ids: Any, mask: Any) -> tuple[Any, Any]:
     """Summed next-token loss over masked targets and their count.
 
@@ -108,6 +102,17 @@ def masked_lm_loss(logits: Any, ids: Any, mask: Any) -> tuple[Any, Any]:
     return (nll * weights).sum(), weights.sum()
 
 
+def _autocast(model: Any) -> Any:
+    """bf16 autocast on CUDA (float32 weights and optimizer); nothing on the CPU."""
+    import contextlib
+
+    import torch
+
+    if model.device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def _validation_loss(model: Any, examples: Sequence[tuple[list[int], list[int]]], pad_id: int,
                      batch: int) -> float:
     import torch
@@ -115,15 +120,16 @@ def _validation_loss(model: Any, examples: Sequence[tuple[list[int], list[int]]]
     total, count = 0.0, 0.0
     with torch.no_grad():
         for i in range(0, len(examples), batch):
-            ids, attention, mask = _on(model, *_batch(examples[i:i + batch], pad_id))
+            ids, attention, mask = (t.to(model.device) for t in _batch(examples[i:i + batch], pad_id))
             loss, n = masked_lm_loss(model(input_ids=ids, attention_mask=attention).logits, ids, mask)
             total, count = total + float(loss), count + float(n)
     return total / max(count, 1.0)
 
 
-def train_sft(model: Any, recipe: Any, steps: int, train: Sequence[tuple[list[int], list[int]]],
+def train_sft(model: Any, recipe: Any, steps: int, batch_sequences: int, train: Sequence[tuple[list[int], list[int]]],
               validation: Sequence[tuple[list[int], list[int]]], pad_id: int, *, log: Any = print) -> SftResult:
-    """Fine-tune ``model`` in place on ``train`` for ``steps`` steps of ``recipe`` (``WarmStart``)."""
+    """Fine-tune ``model`` in place on ``train``: ``steps`` steps of ``batch_sequences`` chats with
+    ``recipe``'s rate, warmup, decay and order seed (``WarmStart``), on the model's device."""
     import torch
 
     start = time.perf_counter()
@@ -135,13 +141,15 @@ def train_sft(model: Any, recipe: Any, steps: int, train: Sequence[tuple[list[in
     order: list[int] = []
     for step in range(steps):
         if step % recipe.validation_every == 0:
-            _record_validation(model, validation, pad_id, recipe, step, result, log)
-        while len(order) < recipe.batch_sequences:
+            _record_validation(model, validation, pad_id, batch_sequences, step, result, log)
+        while len(order) < batch_sequences:
             order += [int(i) for i in rng.permutation(len(train))]
-        picked, order = order[:recipe.batch_sequences], order[recipe.batch_sequences:]
-        ids, attention, mask = _on(model, *_batch([train[i] for i in picked], pad_id))
+        picked, order = order[:batch_sequences], order[batch_sequences:]
+        ids, attention, mask = (t.to(model.device) for t in _batch([train[i] for i in picked], pad_id))
         model.train()
-        loss_sum, n = masked_lm_loss(model(input_ids=ids, attention_mask=attention).logits, ids, mask)
+        with _autocast(model):
+            logits = model(input_ids=ids, attention_mask=attention).logits
+        loss_sum, n = masked_lm_loss(logits, ids, mask)
         loss = loss_sum / n.clamp(min=1.0)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -151,15 +159,15 @@ def train_sft(model: Any, recipe: Any, steps: int, train: Sequence[tuple[list[in
         optimizer.step()
         result.seller_tokens_seen += int(n)
         result.train_loss.append((step, float(loss.detach())))
-    _record_validation(model, validation, pad_id, recipe, steps, result, log)
+    _record_validation(model, validation, pad_id, batch_sequences, steps, result, log)
     model.eval()
     result.seconds = time.perf_counter() - start
     return result
 
 
-def _record_validation(model: Any, validation: Sequence, pad_id: int, recipe: Any, step: int,
+def _record_validation(model: Any, validation: Sequence, pad_id: int, batch: int, step: int,
                        result: SftResult, log: Any) -> None:
     model.eval()
-    value = _validation_loss(model, validation, pad_id, recipe.batch_sequences)
+    value = _validation_loss(model, validation, pad_id, batch)
     result.val_loss.append((step, value))
     log(f"warm start step {step}: validation loss {value:.4f}")

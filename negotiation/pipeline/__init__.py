@@ -18,7 +18,7 @@ _EXPORTS = {
     "_scenarios": ("run_scenarios", "scenario_table"),
     "_stage": ("RUNTIME_KNOBS", "parser", "runtime_knob", "stage_main", "tracking_uri_from_params", "write_json"),
     "_track": ("run_track",),
-    "_train": ("MissingBackendError", "run_init", "run_select", "run_train"),
+    "_train": ("MissingBackendError", "run_init", "run_select", "run_tokenizer", "run_train", "tokenizer_dir"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_HOME)

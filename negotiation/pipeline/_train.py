@@ -37,8 +37,24 @@ def _write_json(path: Path, payload: dict[str, Any]) -> Path:
     return path
 
 
+def tokenizer_dir(out: str) -> str:
+    """Where a study with a language-model ladder keeps its tokenizer (the ``tokenizer`` stage)."""
+    return f"{out}/tokenizer"
+
+
+def run_tokenizer(study_name: str, out_dir: Path) -> dict[str, Any]:
+    """Train and check the ladder's tokenizer (``lm`` studies only)."""
+    from negotiation.lm import write_tokenizer
+
+    study = load_study(study_name)
+    if study.protocol.tokenizer is None:
+        raise ConfigError(f"protocol/{study_name}/protocol.yaml:tokenizer: the study has no language-model ladder")
+    return write_tokenizer(study.protocol, Path(out_dir))
+
+
 def run_init(study_name: str, size: str, out_dir: Path) -> Path:
-    """Write a size's untrained weights (policy) or point at its local base checkpoint (LLM)."""
+    """Write a size's untrained weights (policy), its warm-started base (the ``lm`` ladder) or
+    point at its local base checkpoint (LLM)."""
     study = load_study(study_name)
     spec = study.protocol.sizes[size]
     out_dir = Path(out_dir)
@@ -46,6 +62,12 @@ def run_init(study_name: str, size: str, out_dir: Path) -> Path:
         from negotiation.training import write_initial_policy
 
         return write_initial_policy(study, size, out_dir)
+    if spec.kind == "lm":
+        from negotiation.lm import write_base
+
+        tokenizer = study.root / tokenizer_dir(build_plan(study_name)["plan"]["out"])
+        write_base(study.protocol, size, tokenizer, out_dir)
+        return out_dir
     models = os.environ.get(MODELS_ENV)
     local = Path(models) / spec.checkpoint if models else None
     if local is None or not local.is_dir():

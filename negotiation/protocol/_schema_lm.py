@@ -88,11 +88,13 @@ class WarmStart(StrictModel):
     corpus: LmCorpus
     """Which dialogues are imitated (the tokenizer is trained on the training part of the same)."""
     steps: int = Field(gt=0)
-    """Optimizer steps per size on the CPU profile."""
-    gpu_steps: int = Field(gt=0)
-    """Optimizer steps per size on the GPU profile."""
+    """Optimizer steps of a cpu-profile size."""
     batch_sequences: int = Field(gt=0)
-    """Sequences per optimizer step."""
+    """Chats per optimizer step of a cpu-profile size."""
+    gpu_steps: int = Field(gt=0)
+    """Optimizer steps of a gpu-profile size."""
+    gpu_batch_sequences: int = Field(gt=0)
+    """Chats per optimizer step of a gpu-profile size."""
     sequence_tokens: int = Field(gt=0)
     """Longest example (tokens); longer examples are left out and counted."""
     learning_rate: float = Field(gt=0)
@@ -111,7 +113,8 @@ class WarmStart(StrictModel):
 
     @model_validator(mode="after")
     def _warmup(self) -> "WarmStart":
-        if self.warmup_steps >= self.steps:
-            raise ValueError(f"warmup_steps {self.warmup_steps} must be below steps {self.steps}")
+        if self.warmup_steps >= min(self.steps, self.gpu_steps):
+            raise ValueError(f"warmup_steps {self.warmup_steps} must be below steps {self.steps} and gpu_steps "
+                             f"{self.gpu_steps}")
         return self
 
