@@ -14,6 +14,7 @@ trainer adds ``training_info.json``.
 from __future__ import annotations
 
 import json
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -136,8 +137,13 @@ class Policy:
             raise ConfigError(format_validation_error(cfg_path, exc)) from exc
         policy = cls(arch)
         try:
-            policy.net.load_state_dict(torch.load(w_path, map_location="cpu", weights_only=True))
-        except (RuntimeError, KeyError) as exc:
+            state = torch.load(w_path, map_location="cpu", weights_only=True)
+        except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, TypeError, OSError) as exc:
+            raise ConfigError(f"{w_path}:<file>: not a readable weights file "
+                              f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})") from exc
+        try:
+            policy.net.load_state_dict(state)
+        except (RuntimeError, KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"{w_path}:<weights>: do not match config.json width={arch.width} "
                               f"depth={arch.depth}: {str(exc)[:200]}") from exc
         policy.net.eval()

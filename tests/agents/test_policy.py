@@ -147,6 +147,15 @@ def test_checkpoint_errors_name_the_file(policy, tmp_path):
         Policy.load(tmp_path / "ck")
 
 
+@pytest.mark.parametrize("content", [b"", b"not a checkpoint", b"PK\x03\x04 truncated zip", b"\x80\x02}q\x00."])
+def test_a_corrupt_weights_file_is_named_not_a_traceback(policy, tmp_path, content):
+    """Regression: a corrupt weights.pt in `nego play` ended in a traceback."""
+    policy.save(tmp_path / "ck")
+    (tmp_path / "ck" / "weights.pt").write_bytes(content)
+    with pytest.raises(ConfigError, match=r"weights.pt:"):
+        Policy.load(tmp_path / "ck")
+
+
 def test_reply_depends_on_the_sellers_view_only(policy):
     # Same seller preferences, a different buyer: the seller's view and reply are unchanged.
     other = make_scenario(CAR, 77)

@@ -110,3 +110,25 @@ def test_importing_the_cli_imports_no_heavy_framework():
             "'transformers', 'litellm') if m in sys.modules]; print(heavy)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+def test_play_against_an_unreachable_endpoint_is_one_line_and_exit_1(capsys, monkeypatch):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    seller = f"litellm:openai/m?api_base=http://127.0.0.1:{port}/v1&max_attempts=1&timeout=2"
+    status, _, err = nego(["play", "--seller", seller, "--buyer", "scripted:conceder", "--domain", "used_car",
+                           "--seed", "1"], capsys, monkeypatch)
+    assert_failure(status, err, 1, "APIConnectionError")
+
+
+def test_play_with_a_corrupt_policy_checkpoint_is_bad_input(capsys, monkeypatch, tmp_path):
+    from negotiation.agents._policy import Policy, PolicyArch
+
+    Policy(PolicyArch(width=8)).save(tmp_path / "ck")
+    (tmp_path / "ck" / "weights.pt").write_bytes(b"not a checkpoint")
+    status, _, err = nego(["play", "--seller", f"policy:{tmp_path / 'ck'}", "--buyer", "scripted:conceder",
+                           "--domain", "used_car", "--seed", "1"], capsys, monkeypatch)
+    assert_failure(status, err, 2, "weights.pt")
