@@ -243,3 +243,31 @@ def test_a_key_the_provider_echoes_is_in_no_written_file(tmp_path, monkeypatch, 
             continue
         assert key not in text, path
     assert "[redacted:PLANTED_CRED]" in "".join(turns.raw)
+
+
+def test_every_file_of_an_evaluation_run_is_free_of_an_echoed_key(tmp_path, monkeypatch):
+    """The whole run (pilot, shards, tables, accounting, sampling and pilot records): a key the
+    provider echoes in content and errors appears in no file, whatever the variable's name."""
+    from negotiation.evaluation import RunOptions, build_cell, evaluate_cell
+    from negotiation.protocol import load_study, protocol_hash
+
+    key = "Zq9_x.y~z/w+v==plainish"
+    monkeypatch.setenv("MY_PROVIDER_THING", key)
+    demo = load_study("demo").protocol
+    server = EchoServer([b""])
+    seller = f"litellm:openai/m?api_base={server.api_base}&api_key_env=MY_PROVIDER_THING&max_attempts=1"
+    cell = build_cell(demo, arm="echo", seller=seller, buyers={"b": "scripted:conceder"},
+                      domains=("used_car",), seeds=(5_000_000, 5_000_001, 5_000_002))
+    try:
+        asyncio.run(evaluate_cell(cell, tmp_path / "out", demo, protocol_hash=protocol_hash("demo"),
+                                  options=RunOptions(pilot=False)))
+    finally:
+        server.close()
+    import pandas as pd
+
+    written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert any(p.suffix == ".json" and "shards" not in p.parts for p in written)
+    for path in written:
+        text = (pd.read_parquet(path).astype(str).to_csv() if path.suffix == ".parquet"
+                else path.read_text(encoding="utf-8", errors="replace"))
+        assert key not in text, path
