@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import List, Optional
 
@@ -10,10 +11,12 @@ from rich.console import Console
 from rich.table import Table
 
 from negotiation.errors import ConfigError
+from negotiation.names import check_name
 from negotiation.protocol import EXIT_FAILED, EXIT_INPUT, default_root, exit_with, root_option
 from negotiation.registry._audit import AuditReport, run_audit
 from negotiation.registry._checks import CHECKS
 from negotiation.registry._deviation import CATEGORIES
+from negotiation.registry._deviation_index import INDEX_FILE, appended_only
 from negotiation.registry._scaffold import new_deviation, parse_cell
 
 __all__ = ["audit_command", "deviation_app", "print_report"]
@@ -90,3 +93,24 @@ def new_command(
     except ConfigError as exc:
         raise exit_with(str(exc), EXIT_INPUT) from None
     typer.echo(f"wrote {path}")
+
+
+@deviation_app.command("check-index")
+def check_index_command(
+    study: str = typer.Argument(..., help="Study name, e.g. demo or paper."),
+    against: str = typer.Option(..., "--against", help="Git revision whose index must be kept (the target branch)."),
+    root: Optional[Path] = root_option(),
+) -> None:
+    """Exit 1 when registry/<study>/deviations/index.yaml drops or changes an entry REV's index has."""
+    root = Path(root or default_root())
+    rel = f"registry/{check_name('study', study)}/deviations/{INDEX_FILE}"
+    shown = subprocess.run(["git", "-C", str(root), "show", f"{against}:{rel}"], capture_output=True, text=True)
+    if shown.returncode != 0:
+        if "does not exist" in shown.stderr or "exists on disk, but not in" in shown.stderr:
+            typer.echo(f"{rel}: absent at {against}; nothing to keep")
+            return
+        raise exit_with(f"--against:{against}: git show failed: {' '.join(shown.stderr.split())}", EXIT_INPUT)
+    problems = appended_only(shown.stdout, root / rel.rsplit("/", 1)[0], root=root)
+    if problems:
+        raise exit_with("\n".join(problems), EXIT_FAILED)
+    typer.echo(f"{rel}: every entry of {against} kept")

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import StrictModel, display_path, load_yaml_model
+from negotiation.protocol import StrictModel, display_path, load_yaml_model, parse_yaml
 
-__all__ = ["INDEX_FILE", "DeviationIndex", "IndexEntry", "append_to_index", "index_problems"]
+__all__ = ["INDEX_FILE", "DeviationIndex", "IndexEntry", "append_to_index", "appended_only", "index_problems"]
 
 INDEX_FILE = "index.yaml"
 _HEADER = ("# Written by `nego deviation new`: one line per issued entry, never edited or removed.\n"
@@ -92,3 +92,25 @@ def append_to_index(folder: Path, entry_id: int, path: Path, *, root: Path | Non
     tmp = folder / f".{INDEX_FILE}.{os.getpid()}.tmp"
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, folder / INDEX_FILE)
+
+
+def appended_only(before: str, folder: Path, *, root: Path | None = None) -> list[str]:
+    """Where the index in ``folder`` drops or changes an entry of ``before`` (an earlier index's text).
+
+    A pull request may append entries, never remove or edit one: CI runs this against the
+    target branch's index (``nego deviation check-index STUDY --against REV``).
+    """
+    shown = display_path(folder / INDEX_FILE, root)
+    try:
+        old = DeviationIndex.model_validate(parse_yaml(before) or {})
+        new = _read(folder, root) or DeviationIndex()
+    except (yaml.YAMLError, ValidationError, ConfigError) as exc:
+        return [f"{shown}:<file>: cannot compare ({' '.join(str(exc).split())[:200]})"]
+    problems = []
+    for n, entry in enumerate(old.entries):
+        if n >= len(new.entries):
+            problems.append(f"{shown}:entries.{n}: entry {entry.id} ({entry.file}) was removed from the index")
+        elif new.entries[n] != entry:
+            problems.append(f"{shown}:entries.{n}: entry {entry.id} ({entry.file}, sha256 {entry.sha256[:12]}) "
+                            "was changed; the index only grows")
+    return problems

@@ -251,3 +251,38 @@ def test_new_deviation_appends_to_the_index(root):
     index = load_yaml_model(DeviationIndex, path.parent / INDEX_FILE)
     assert [(e.id, e.file) for e in index.entries] == [(1, path.name)]
     assert failures(run_audit("demo", root=root), "deviation_ids") == []
+
+
+def test_a_pull_request_may_append_to_the_index_but_not_drop_or_change_an_entry(root):
+    from negotiation.registry._deviation_index import appended_only
+
+    folder = root / "registry/demo/deviations"
+    write_deviation(root, "0001-a.yaml", id=1)
+    write_deviation(root, "0002-b.yaml", id=2)
+    target = (folder / INDEX_FILE).read_text()
+    write_deviation(root, "0003-c.yaml", id=3)
+    assert appended_only(target, folder, root=root) == []  # appended: fine
+    (folder / "0002-b.yaml").unlink()
+    (folder / "0003-c.yaml").unlink()
+    reindex(folder)  # deleting an entry and rewriting the index hides it from the audit...
+    assert failures(run_audit("demo", root=root), "deviation_ids") == []
+    (dropped,) = appended_only(target, folder, root=root)  # ...not from the comparison with the target branch
+    assert dropped == ("registry/demo/deviations/index.yaml:entries.1: entry 2 (0002-b.yaml) was removed "
+                       "from the index")
+
+
+def test_check_index_against_a_git_revision(root):
+    import subprocess
+
+    from negotiation.cli._app import run
+
+    write_deviation(root, "0001-a.yaml", id=1)
+    write_deviation(root, "0002-b.yaml", id=2)
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    assert run(["deviation", "check-index", "demo", "--against", "HEAD", "--root", str(root)]) == 0
+    (root / "registry/demo/deviations/0002-b.yaml").unlink()
+    reindex(root / "registry/demo/deviations")
+    assert run(["deviation", "check-index", "demo", "--against", "HEAD", "--root", str(root)]) == 1
