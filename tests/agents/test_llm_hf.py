@@ -1,13 +1,12 @@
-"""``hf:`` agents: the model's own chat template with thinking off, the protocol's sampling, per-turn seeds,
-with a fake ``transformers`` module (the real one is an optional extra)."""
+"""``hf:`` agents on a real tiny checkpoint: the model's chat template, the protocol's sampling with
+per-turn seeds, batched across the episodes of a cell, and what the backend honoured recorded."""
 
 from __future__ import annotations
 
-import sys
-import types
+import asyncio
 
+import pandas as pd
 import pytest
-import torch
 from car_prefs import SCENARIO
 
 from negotiation.agents import parse_spec
@@ -16,87 +15,79 @@ from negotiation.agents._llm_sampling import Sampling
 from negotiation.env import EnvConfig, Negotiation
 from negotiation.errors import ConfigError
 
-ENV = EnvConfig(max_rounds=12, no_deal_penalty=0.3, g_fmt=0.05, g_len=0.05, t_soft=9, accept_applies_terms=False)
-SETTINGS = LLMSettings(sampling=Sampling(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=768),
+pytest.importorskip("transformers")
+
+ENV = EnvConfig(max_rounds=4, no_deal_penalty=0.3, g_fmt=0.05, g_len=0.05, t_soft=3, accept_applies_terms=False)
+SETTINGS = LLMSettings(sampling=Sampling(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=16),
                        sampling_role="self_served_seller", converge_from_turn=16)
-PROMPT_LEN = 5
 
 
-class Inputs(dict):
-    def to(self, device):
-        return self
+@pytest.fixture(scope="module")
+def checkpoint(tiny_lm):
+    return tiny_lm
 
 
-class FakeTokenizer:
-    calls: list = []
+def test_reply_renders_the_chat_template_and_counts_tokens(checkpoint):
+    from transformers import AutoTokenizer
 
-    @classmethod
-    def from_pretrained(cls, path):
-        return cls()
-
-    def apply_chat_template(self, messages, **kwargs):
-        FakeTokenizer.calls.append((messages, kwargs))
-        return "PROMPT"
-
-    def __call__(self, text, return_tensors, add_special_tokens):
-        assert (text, return_tensors, add_special_tokens) == ("PROMPT", "pt", False)
-        return Inputs(input_ids=torch.zeros((1, PROMPT_LEN), dtype=torch.long))
-
-    def decode(self, tokens, skip_special_tokens):
-        return "tokens " + " ".join(str(int(t)) for t in tokens)
-
-
-class FakeModel:
-    device = "cpu"
-    kwargs: dict = {}
-
-    @classmethod
-    def from_pretrained(cls, path, device_map):
-        return cls()
-
-    def generate(self, input_ids, **kwargs):
-        FakeModel.kwargs = kwargs
-        new = torch.randint(0, 1000, (1, 3))  # draws from torch's generator: shows the seeding
-        return torch.cat([input_ids, new], dim=1)
-
-
-@pytest.fixture
-def fake_transformers(monkeypatch):
-    module = types.SimpleNamespace(AutoTokenizer=FakeTokenizer, AutoModelForCausalLM=FakeModel)
-    monkeypatch.setitem(sys.modules, "transformers", module)
-    FakeTokenizer.calls = []
-    return module
-
-
-def test_reply_uses_template_thinking_off_sampling_and_token_counts(fake_transformers):
-    agent = make_hf_agent(parse_spec("hf:/models/gemma"), "seller", SETTINGS)
-    assert agent.blocking and agent.prompt_hash.startswith("evaluation@1:")
-    reply = agent.respond(Negotiation(SCENARIO, ENV).view())
-    messages, kwargs = FakeTokenizer.calls[0]
-    assert kwargs == {"tokenize": False, "add_generation_prompt": True, "enable_thinking": False}
-    assert [m["role"] for m in messages] == ["system", "user"]
-    assert FakeModel.kwargs == {"do_sample": True, "max_new_tokens": 768, "temperature": 1.0, "top_p": 0.95, "top_k": 64}
-    assert (reply.tokens_in, reply.tokens_out) == (PROMPT_LEN, 3) and reply.text.startswith("tokens ")
-
-
-def test_same_turn_same_sample_and_the_global_generator_is_untouched(fake_transformers):
-    agent = make_hf_agent(parse_spec("hf:/models/gemma"), "seller", SETTINGS)
+    agent = make_hf_agent(parse_spec(f"hf:{checkpoint}"), "seller", SETTINGS)
     view = Negotiation(SCENARIO, ENV).view()
-    torch.manual_seed(123)
-    before = torch.get_rng_state()
-    first, second = agent.respond(view).text, agent.respond(view).text
-    assert first == second
-    assert torch.equal(torch.get_rng_state(), before)
+    reply = agent.respond(view)
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    request = agent.request(view)
+    text = tokenizer.decode(list(request.prompt_ids))
+    assert text.startswith("<|system|>\n") and text.endswith("<|end|>\n<|assistant|>\n")
+    assert (request.seed, request.max_new_tokens, request.temperature, request.top_p, request.top_k) == (
+        request.seed, 16, 1.0, 0.95, 64)
+    assert reply.tokens_in == len(request.prompt_ids) and 1 <= reply.tokens_out <= 16
+    assert agent.respond(view).text == reply.text  # the turn's seed fixes the draw
+    record = agent.record
+    assert record.sent == {"temperature": 1.0, "top_p": 0.95, "top_k": 64, "thinking": False, "max_tokens": 16,
+                           "seed": "per-turn"}
+    assert "enable_thinking" in record.not_sent["thinking"]  # this template has no thinking switch
+    assert agent.calls_ok == 2
 
 
-def test_temperature_zero_is_greedy_and_overrides_apply(fake_transformers):
-    agent = make_hf_agent(parse_spec("hf:/models/gemma?temperature=0&max_tokens=32"), "seller", SETTINGS)
-    agent.respond(Negotiation(SCENARIO, ENV).view())
-    assert FakeModel.kwargs == {"do_sample": False, "max_new_tokens": 32}
+def test_a_cell_batches_its_episodes_and_plays_them_as_one_at_a_time(checkpoint, tmp_path):
+    from negotiation.evaluation import CellSpec, ResultsStore, run_cell
+
+    cell = CellSpec(study="t", arm="hf", seller=f"hf:{checkpoint}", buyers={"tft": "scripted:titfortat"},
+                    domains=("used_car", "job_offer"), seeds=(1, 2), dirichlet_alpha=0.3)
+    agents: dict = {}
+
+    def factory(spec, role):
+        from negotiation.agents import make_agent
+
+        agents[role] = make_hf_agent(parse_spec(spec), role, SETTINGS) if spec.startswith("hf:") else \
+            make_agent(spec, role)
+        return agents[role]
+
+    asyncio.run(run_cell(cell, ResultsStore(tmp_path / "batched"), ENV, factory, concurrency=4))
+    batched_sizes = agents["seller"].batch_sizes
+    asyncio.run(run_cell(cell, ResultsStore(tmp_path / "single"), ENV, factory, concurrency=1))
+    assert max(batched_sizes) > 1 and max(agents["seller"].batch_sizes) == 1
+    batched, single = (ResultsStore(tmp_path / name).compact()[1] for name in ("batched", "single"))
+    keys = ["domain", "seed", "turn"]
+    batched, single = batched.sort_values(keys).reset_index(drop=True), single.sort_values(keys).reset_index(drop=True)
+    assert len(batched) > 0
+    pd.testing.assert_series_equal(batched["raw"], single["raw"])
 
 
-def test_missing_transformers_is_a_config_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "transformers", None)  # import fails
-    agent = make_hf_agent(parse_spec("hf:/models/gemma"), "seller", SETTINGS)
-    with pytest.raises(ConfigError, match="transformers"):
+def test_a_prompt_beyond_the_context_is_one_error_row(checkpoint):
+    from negotiation.agents._llm_retry import AgentCallError
+
+    agent = make_hf_agent(parse_spec(f"hf:{checkpoint}"), "seller", SETTINGS)
+    agent._load()[1].context = 64
+    with pytest.raises(AgentCallError, match="ContextWindowExceededError.*exceed the model's context of 64"):
         agent.respond(Negotiation(SCENARIO, ENV).view())
+
+
+def test_bad_options_and_a_missing_checkpoint_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="dtype"):
+        make_hf_agent(parse_spec("hf:/x?dtype=float8"), "seller", SETTINGS)
+    with pytest.raises(ConfigError, match="max_batch"):
+        make_hf_agent(parse_spec("hf:/x?max_batch=0"), "seller", SETTINGS)
+    no_cap = SETTINGS.model_copy(update={"sampling": Sampling(temperature=1.0)})
+    with pytest.raises(ConfigError, match="max_tokens"):
+        make_hf_agent(parse_spec("hf:/x"), "seller", no_cap)
+

