@@ -30,21 +30,25 @@ def checkpoint(tiny_lm):
 def test_reply_renders_the_chat_template_and_counts_tokens(checkpoint):
     from transformers import AutoTokenizer
 
+    from negotiation.env import render_messages
+
     agent = make_hf_agent(parse_spec(f"hf:{checkpoint}"), "seller", SETTINGS)
     view = Negotiation(SCENARIO, ENV).view()
     reply = agent.respond(view)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     request = agent.request(view)
-    text = tokenizer.decode(list(request.prompt_ids))
-    assert text.startswith("<|system|>\n") and text.endswith("<|end|>\n<|assistant|>\n")
-    assert (request.seed, request.max_new_tokens, request.temperature, request.top_p, request.top_k) == (
-        request.seed, 16, 1.0, 0.95, 64)
+    messages = render_messages(view, "evaluation", converge_from_turn=16)
+    thinking = "enable_thinking" in tokenizer.chat_template
+    rendered = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                             **({"enable_thinking": False} if thinking else {}))
+    assert list(request.prompt_ids) == tokenizer(rendered, add_special_tokens=False)["input_ids"]
+    assert (request.max_new_tokens, request.temperature, request.top_p, request.top_k) == (16, 1.0, 0.95, 64)
     assert reply.tokens_in == len(request.prompt_ids) and 1 <= reply.tokens_out <= 16
     assert agent.respond(view).text == reply.text  # the turn's seed fixes the draw
     record = agent.record
     assert record.sent == {"temperature": 1.0, "top_p": 0.95, "top_k": 64, "thinking": False, "max_tokens": 16,
                            "seed": "per-turn"}
-    assert "enable_thinking" in record.not_sent["thinking"]  # this template has no thinking switch
+    assert ("thinking" in record.not_sent) is not thinking  # recorded when the template has no switch
     assert agent.calls_ok == 2
 
 
