@@ -53,10 +53,11 @@ _SETTINGS_OPTIONS = {"sampling", "study", "prompt", "timeout", "max_attempts", "
 LLM_OPTIONS = frozenset({*_SETTINGS_OPTIONS, "transport", "api_base", "api_key_env", "usd_per_mtok_in",
                          "usd_per_mtok_out", "seed"})
 """Options a ``litellm:`` spec reads (any other is refused, naming these)."""
-VLLM_OPTIONS = LLM_OPTIONS | {"executable", "size", "tp", "max_model_len", "gpu_memory_utilization",
-                              "served_model_name", "host", "port", "startup_timeout"}
+VLLM_OPTIONS = LLM_OPTIONS | {"executable", "python", "size", "tp", "max_model_len", "gpu_memory_utilization",
+                              "served_model_name", "host", "port", "startup_timeout", "chunked_prefill",
+                              "kv_cache_memory_bytes"}
 """Options a ``vllm:`` spec reads."""
-HF_OPTIONS = frozenset({*_SETTINGS_OPTIONS, "device"})
+HF_OPTIONS = frozenset({*_SETTINGS_OPTIONS, "device", "dtype", "max_batch", "batch_wait_ms"})
 """Options an ``hf:`` spec reads."""
 
 

@@ -47,11 +47,8 @@ class HfAgent:
         self.dtype = spec.option("dtype", "auto")
         if self.dtype not in _DTYPES:
             raise ConfigError(f"agent spec {self.spec!r}:dtype: {self.dtype!r} is not one of {', '.join(_DTYPES)}")
-        self.max_batch = spec.option("max_batch", 64, int)
-        self.batch_wait_s = spec.option("batch_wait_ms", 5.0, float) / 1000.0
-        if self.max_batch < 1 or self.batch_wait_s < 0:
-            raise ConfigError(f"agent spec {self.spec!r}:max_batch/batch_wait_ms: need max_batch >= 1 and "
-                              f"batch_wait_ms >= 0, got {self.max_batch} and {self.batch_wait_s * 1000:g}")
+        self.max_batch = spec.option("max_batch", 64, int, lo=1)
+        self.batch_wait_s = spec.option("batch_wait_ms", 5.0, float, lo=0, hi=60_000) / 1000.0
         sent: dict[str, Any] = {k: v for k, v in self.sampling.sent_values().items()}
         sent["seed"] = "per-turn"
         self.record = SamplingRecord(agent=self.spec, role=role, sampling_role=settings.sampling_role,

@@ -257,10 +257,11 @@ def resolve_serve(spec: AgentSpec, serve: ServeSettings | None) -> ServeSettings
             from negotiation.protocol import load_study
 
             serve = ServeSettings.from_protocol(load_study(spec.option("study", "paper")).protocol, size)
-    overrides = {k: spec.option(o, None, c) for k, o, c in (
-        ("tensor_parallel_size", "tp", int), ("max_model_len", "max_model_len", int),
-        ("gpu_memory_utilization", "gpu_memory_utilization", float), ("chunked_prefill", "chunked_prefill", _bool),
-        ("kv_cache_bytes", "kv_cache_memory_bytes", int)) if o in spec.options}
+    overrides = {k: spec.option(o, None, c, **bounds) for k, o, c, bounds in (
+        ("tensor_parallel_size", "tp", int, {"lo": 1}), ("max_model_len", "max_model_len", int, {"lo": 1}),
+        ("gpu_memory_utilization", "gpu_memory_utilization", float, {"lo": 0, "hi": 1, "lo_open": True}),
+        ("chunked_prefill", "chunked_prefill", _bool, {}), ("kv_cache_bytes", "kv_cache_memory_bytes", int, {"lo": 1}))
+        if o in spec.options}
     if serve is None:
         missing = [o for o in ("tp", "max_model_len", "gpu_memory_utilization")
                    if {"tp": "tensor_parallel_size"}.get(o, o) not in overrides]
@@ -271,7 +272,7 @@ def resolve_serve(spec: AgentSpec, serve: ServeSettings | None) -> ServeSettings
             raise ConfigError(f"agent spec {spec.text!r}:size: give size=<protocol size> (and study=) or "
                               f"the serve options {missing}")
         return ServeSettings(**overrides)
-    return serve.model_copy(update=overrides) if overrides else serve
+    return ServeSettings.model_validate({**serve.model_dump(), **overrides}) if overrides else serve
 
 
 def _bool(text: str) -> bool:
