@@ -165,12 +165,46 @@ def _seller_spec(study: Study, arm_name: str, checkpoint: str | None) -> str:
     return arm.seller
 
 
+HASH_CHUNK = 1 << 20
+"""Bytes read at a time when hashing weights (a 31B checkpoint never sits in memory whole)."""
+
+
+def is_optimizer_state(relative: Path) -> bool:
+    """Optimizer state (``optimizer/``, ``optim*.pt``, ...): it does not change what a seller
+    says, so a weights hash leaves it out."""
+    return any(part.lower().startswith("optim") for part in relative.parts)
+
+
 def folder_sha256(folder: Path) -> str:
-    """Content hash of a checkpoint folder (names and bytes of every file, in sorted order)."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    """Hash of the weights in a checkpoint folder: the name and bytes of every file in sorted
+    order, read in ``HASH_CHUNK`` pieces, optimizer state excluded (``is_optimizer_state``)."""
+    digest, folder = hashlib.sha256(), Path(folder)
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        relative = path.relative_to(folder)
+        if is_optimizer_state(relative):
+            continue
+        digest.update(str(relative).encode() + b"\0")
+        with path.open("rb") as handle:
+            while chunk := handle.read(HASH_CHUNK):
+                digest.update(chunk)
     return digest.hexdigest()
+
+
+def served_checkpoint(root: Path, checkpoint: str, select_dir: Path) -> str:
+    """The folder a trained arm's seller is served from, relative to ``root``.
+
+    A NeMo-RL ``step_N/`` (``policy/weights``: DCP or consolidated) is not a folder vLLM can load,
+    so it is exported to Hugging Face format under ``select/<arm>/hf/`` and the seller points
+    there; any other checkpoint (the demo's policies, the token trainer's HF ``step_N``) is served
+    as it is."""
+    step_dir = Path(root) / checkpoint
+    if not (step_dir / "policy" / "weights").is_dir():
+        return checkpoint
+    from negotiation.training.nemo import export_hf
+
+    target = Path(select_dir) / "hf"
+    export_hf(step_dir, target, overwrite=True)
+    return str(target.resolve().relative_to(Path(root).resolve()))
 
 
 def run_select(study_name: str, arm_name: str, results_dir: Path) -> dict[str, Any]:
@@ -190,7 +224,7 @@ def run_select(study_name: str, arm_name: str, results_dir: Path) -> dict[str, A
         relative = Path(record.checkpoint).resolve().relative_to(study.root.resolve())
         record = record.model_copy(update={"checkpoint": str(relative)})
         write_record(record, layout.selection(arm_name))
-        checkpoint = record.checkpoint
+        checkpoint = served_checkpoint(study.root, record.checkpoint, layout.selection(arm_name).parent)
     seller = _seller_spec(study, arm_name, checkpoint)
     # pilot@ and evaluate@ depend on this file alone: the spec names the checkpoint's path, and
     # the weights' hash makes a retrained checkpoint at the same path rerun them. No protocol
