@@ -87,7 +87,7 @@ def build_report(result: AnalysisResult, context, results_dir: Path, out_dir: Pa
     """Write ``report.html``, ``report.md`` and ``figures/*.png`` under ``out_dir``."""
     out = Path(out_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    r = Report(result, context.protocol, context.arms)
+    r = Report(result, context.protocol, context.arms, registry=context.registry)
     tables = [builder(r) for builder in BUILDERS]
     tables += [deviation_table(context.registry), compliance_table(context.name, context.root, Path(results_dir))]
     figures = {name: draw(r) for name, draw in FIGURES.items()}

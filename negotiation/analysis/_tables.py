@@ -44,8 +44,8 @@ def percent(value: Any) -> str:
 class Report:
     """Lookups shared by the table builders: arms, contrasts by name, readings by arm."""
 
-    def __init__(self, result: AnalysisResult, protocol, arms: dict[str, Any]) -> None:
-        self.result, self.protocol = result, protocol
+    def __init__(self, result: AnalysisResult, protocol, arms: dict[str, Any], registry: Any = None) -> None:
+        self.result, self.protocol, self.registry = result, protocol, registry
         present = list(result.arm_table.index)
         self.arms = {name: arms[name] for name in present if name in arms}
         self.contrasts = {c.spec.name: c for c in result.contrasts}
@@ -216,8 +216,16 @@ def efficiency_table(r: Report) -> Table:
     return t
 
 
+def _compute(name: str) -> Callable[[Report], Table]:
+    def build(r: Report) -> Table:
+        from negotiation.analysis import _tables_compute
+
+        return getattr(_tables_compute, name)(r)
+    return build
+
+
 BUILDERS: tuple[Callable[[Report], Table], ...] = (
-    table1, lambda r: table2(r, False), table3, table4, table5, table6, lambda r: table2(r, True),
-    guard_table, held_out_table, efficiency_table,
+    table1, lambda r: table2(r, False), table3, table4, table5, table6, _compute("table7"), _compute("table8"),
+    lambda r: table2(r, True), guard_table, held_out_table, efficiency_table,
 )
-"""Table builders in report order."""
+"""Table builders in report order (Tables 7 and 8 have no rows for studies without LLM sizes)."""

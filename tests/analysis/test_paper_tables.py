@@ -1,0 +1,44 @@
+"""The paper study's report labels and Tables 7-8 as the paper prints them (from the protocol and
+registry alone; the scores come from results)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pandas as pd
+
+from negotiation.analysis._tables import Report
+from negotiation.analysis._tables_compute import table7, table8
+from negotiation.protocol import load_study
+from negotiation.registry import load_registry
+
+
+def _report() -> Report:
+    study, registry = load_study("paper"), load_registry("paper")
+    arms = {**study.arms, **registry.added}
+    result = SimpleNamespace(arm_table=pd.DataFrame({"S": [0.5] * len(arms)}, index=list(arms)), contrasts=[],
+                             dagger=set())
+    return Report(result, study.protocol, arms, registry=registry)
+
+
+def test_step_labels_are_the_steps_the_paper_read():
+    r = _report()
+    steps = {name: r.step(name) for name in r.trained()}
+    assert all(steps[a] == "56" for a in ("e2b_lr3x_56", "e2b_lr10x_56", "12b_lr3x_56", "e4b_shared_56",
+                                          "31b_shared_56", "e4b_lr3x_56", "31b_lr3x_56"))
+    assert (steps["31b_shared_40"], steps["e2b_shared_64"], steps["31b_shared_104"]) == ("40", "64", "104")
+
+
+def test_table_8_is_the_paper_s_with_the_served_accelerators():
+    rows = {row[0]: row[1:] for row in table8(_report()).rows}
+    assert rows["Eval serving accelerators (48 GB)"] == ["1", "1", "1", "4"]  # deviation 17; frozen 2
+    assert rows["Relative FLOPs/step (effective params)"] == ["1.0×", "2.0×", "5.2×", "13.3×"]
+    assert rows["Relative FLOPs/step (total params)"] == ["1.0×", "1.6×", "2.3×", "6.0×"]
+    assert rows["Generation memory fraction"] == ["0.45", "0.40", "0.35", "0.30"]
+    assert rows["Train tensor-parallel degree"] == ["1", "1", "1", "4"]
+
+
+def test_table_7_serves_31b_on_four_48gb_accelerators_and_references_via_api():
+    rows = {row[0]: row[1:4] for row in table7(_report()).rows}
+    assert rows["31b_shared_104"] == ["30.7B", "4", "192"] and rows["31b_base"] == ["30.7B", "4", "192"]
+    assert rows["e2b_lr3x_56"] == ["2.3B / 5.1B", "1", "48"] and rows["ref_claude_sonnet_5"] == ["—", "—", "—"]
