@@ -188,19 +188,29 @@ def held_out_table(r: Report) -> Table:
     return t
 
 
-def _doubling_note(r: Report) -> str:
-    """Whether the protocol's held-out doubling rule fires: the trigger size's primary arm
-    has a held-out gain interval that straddles zero."""
+def doubling_arms(r: Report) -> list[str]:
+    """Arms the held-out doubling rule tests, as the paper applies it (Appendix C: met "twice", by the
+    104-step 31B arm and the 31B 3x arm): every trained arm of the trigger size except the
+    intermediate checkpoints of a run another arm continues."""
     rule = r.protocol.held_out_doubling
-    arms = [c.arm for c in r.protocol.statistics.primary_family
-            if c.arm in r.arms and r.arms[c.arm].size == rule.trigger_size]
-    found = [r.contrasts.get(f"{a} - {r.bases.get(rule.trigger_size)} [held out]") for a in arms]
-    found = [c for c in found if c is not None]
+    parents = {a.parent_run for a in r.arms.values() if a.parent_run}
+    return [n for n in r.trained(rule.trigger_size) if r.arms[n].run not in parents]
+
+
+def _doubling_note(r: Report) -> str:
+    """Whether the protocol's held-out doubling rule fires: a tested arm of the trigger size has a
+    held-out gain interval that straddles zero; each arm that meets it is named."""
+    rule = r.protocol.held_out_doubling
+    base = r.bases.get(rule.trigger_size)
+    found = {a: r.contrasts.get(f"{a} - {base} [held out]") for a in doubling_arms(r)}
+    found = {a: c for a, c in found.items() if c is not None}
     if not found:
-        return f"Doubling rule: no held-out gain of the {rule.trigger_size} primary arm to test."
-    fires = any(not c.interval.excludes_zero for c in found)
-    return (f"Doubling rule ({rule.trigger_size}, ×{rule.factor}): "
-            + ("fires — the interval straddles zero." if fires else "does not fire."))
+        return f"Doubling rule: no held-out gain of a {rule.trigger_size} trained arm to test."
+    met = [f"{a} {r.cell(c.spec.name)}" for a, c in found.items() if not c.interval.excludes_zero]
+    if not met:
+        return f"Doubling rule ({rule.trigger_size}, ×{rule.factor}): does not fire ({len(found)} arms tested)."
+    return (f"Doubling rule ({rule.trigger_size}, ×{rule.factor}): met {len(met)} time{'s' if len(met) > 1 else ''} "
+            f"— the interval straddles zero for {'; '.join(met)}.")
 
 
 def efficiency_table(r: Report) -> Table:

@@ -42,3 +42,21 @@ def test_table_7_serves_31b_on_four_48gb_accelerators_and_references_via_api():
     rows = {row[0]: row[1:4] for row in table7(_report()).rows}
     assert rows["31b_shared_104"] == ["30.7B", "4", "192"] and rows["31b_base"] == ["30.7B", "4", "192"]
     assert rows["e2b_lr3x_56"] == ["2.3B / 5.1B", "1", "48"] and rows["ref_claude_sonnet_5"] == ["—", "—", "—"]
+
+
+def _contrast(name: str, mean: float, low: float, high: float):
+    interval = SimpleNamespace(mean=mean, ci=(low, high), excludes_zero=low > 0 or high < 0, half_width=(high - low) / 2)
+    return SimpleNamespace(spec=SimpleNamespace(name=name), interval=interval, mark="")
+
+
+def test_the_held_out_doubling_rule_is_met_twice_as_the_paper_states():
+    from negotiation.analysis._tables import _doubling_note, doubling_arms
+
+    r = _report()
+    assert doubling_arms(r) == ["31b_shared_104", "31b_lr3x_56"]  # not the initial run's intermediate reads
+    held = {"31b_shared_104": (0.008, -0.019, 0.037), "31b_lr3x_56": (0.006, -0.030, 0.040),
+            "31b_shared_56": (-0.025, -0.060, 0.010)}  # Appendix C
+    r.contrasts = {f"{a} - 31b_base [held out]": _contrast(f"{a} - 31b_base [held out]", *v) for a, v in held.items()}
+    note = _doubling_note(r)
+    assert note.startswith("Doubling rule (31b, ×2): met 2 times") and "31b_shared_56" not in note
+    assert "31b_shared_104 +0.008 [-0.019, +0.037]" in note and "31b_lr3x_56 +0.006 [-0.030, +0.040]" in note
