@@ -11,20 +11,42 @@ protocol. Usage::
     python benchmarks/engine.py [--seed 5000053] [--levels 3] [--seconds 5] [--min-ratio 10]
 
 Exit status 1 when ours is slower than ``--min-ratio`` times NegMAS, 2 when NegMAS is missing.
+
+``--against REV`` instead compares this checkout's engine with the one at git revision ``REV``
+(e.g. ``main`` before a change): both play the same scripted episodes in alternating runs
+(ours, theirs, ours, ...; medians of CPU-time rates, so load from other processes on the machine
+hits both alike), and both play a fixed set of transcripts (every domain, three seeds, five
+seller and three buyer personas) whose episode and turn tables must be identical byte for byte.
+Prints both rates, their ratio and the table digests; exit status 1 when the transcripts differ
+or ours is below ``--min-rate`` episodes/s::
+
+    python benchmarks/engine.py --against main --rounds 5 [--min-rate 1000]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from negotiation.agents import make_agent
 from negotiation.cli import dirichlet_alpha_for, env_config_for
-from negotiation.env import Domain, EnvConfig, Scenario, load_domain, make_scenario, run_episode
+from negotiation.env import (Domain, EnvConfig, Scenario, episodes_to_frames, load_domain, load_domains,
+                             make_scenario, run_episode)
+
+REPO = Path(__file__).resolve().parents[1]
+PERSONAS = ("scripted:boulware", "scripted:conceder", "scripted:titfortat", "scripted:fixed", "scripted:linear")
 
 
 def episodes_per_second(play: Callable[[int], bool], seconds: float, min_episodes: int) -> tuple[float, int, int]:
@@ -35,6 +57,86 @@ def episodes_per_second(play: Callable[[int], bool], seconds: float, min_episode
         deals += play(n)
         n += 1
     return n / (time.perf_counter() - start), n, deals
+
+
+def cpu_rate(play: Callable[[int], bool], seconds: float) -> float:
+    """Episodes per CPU second of ``play`` over about ``seconds`` of CPU time."""
+    n, start = 0, time.process_time()
+    while n < 3 or time.process_time() - start < seconds:
+        play(n)
+        n += 1
+    return n / (time.process_time() - start)
+
+
+def transcript_digest(study: str) -> str:
+    """SHA-256 of the episode and turn tables (CSV) of a fixed set of scripted episodes."""
+    config = env_config_for(study, "evaluation")
+    alpha = dirichlet_alpha_for(study)
+    episodes = []
+    for domain in load_domains().values():
+        for seed in (1000, 1001, 1002):
+            scenario = make_scenario(domain, seed, alpha)
+            for seller in PERSONAS:
+                for buyer in PERSONAS[:3]:
+                    episodes.append(run_episode(scenario, make_agent(seller, "seller"), make_agent(buyer, "buyer"),
+                                                config, sample_seed=seed))
+    ep_df, turn_df = episodes_to_frames(episodes)
+    return hashlib.sha256(ep_df.to_csv(index=False).encode() + turn_df.to_csv(index=False).encode()).hexdigest()
+
+
+def worker(args: argparse.Namespace) -> int:
+    """One side of ``--against``: print its rates and its transcript digest as JSON."""
+    config = env_config_for(args.study, "evaluation")
+    scenario = make_scenario(load_domain("used_car"), args.seed, dirichlet_alpha_for(args.study))
+    play = ours(scenario, config)
+    rates = [cpu_rate(play, args.seconds) for _ in range(args.worker_rounds)]
+    digest = transcript_digest(args.study) if args.digest else ""
+    print(json.dumps({"rates": rates, "digest": digest}))
+    return 0
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """The files of git revision ``rev`` under ``into`` (no work tree or index touched)."""
+    archive = into / "tree.tar"
+    with archive.open("wb") as out:
+        subprocess.run(["git", "archive", rev], cwd=REPO, stdout=out, check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into / "tree", filter="data")
+    return into / "tree"
+
+
+def run_side(tree: Path, args: argparse.Namespace, digest: bool) -> dict:
+    """Run this script's worker against the package found in ``tree``."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--study", args.study, "--seed",
+           str(args.seed), "--seconds", str(args.seconds), "--worker-rounds", "1"] + (["--digest"] if digest else [])
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"benchmark worker in {tree} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def against(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        theirs_tree = checkout(args.against, Path(tmp))
+        ours_rates, theirs_rates, digests = [], [], {}
+        for i in range(args.rounds):
+            for name, tree, rates in (("ours", REPO, ours_rates), ("theirs", theirs_tree, theirs_rates)):
+                result = run_side(tree, args, digest=i == 0)
+                rates.extend(result["rates"])
+                digests.setdefault(name, result["digest"])
+    ours_rate, theirs_rate = statistics.median(ours_rates), statistics.median(theirs_rates)
+    same = digests["ours"] == digests["theirs"]
+    print(f"used_car seed {args.seed}, scripted boulware vs conceder, {args.rounds} alternating rounds of "
+          f"{args.seconds:g} CPU s (medians of episodes per CPU second)")
+    print(f"ours ({REPO.name}): {ours_rate:8.1f} episodes/s   runs: {', '.join(f'{r:.0f}' for r in ours_rates)}")
+    print(f"{args.against:>{len(REPO.name) + 6}}: {theirs_rate:8.1f} episodes/s   "
+          f"runs: {', '.join(f'{r:.0f}' for r in theirs_rates)}")
+    print(f"ratio ours/{args.against}: {ours_rate / theirs_rate:.2f}x; target >= {args.min_rate:g} episodes/s: "
+          f"{'met' if ours_rate >= args.min_rate else 'missed'}")
+    print(f"transcript tables: ours {digests['ours'][:16]}, {args.against} {digests['theirs'][:16]}: "
+          f"{'identical' if same else 'DIFFERENT'}")
+    return 0 if same and ours_rate >= args.min_rate else 1
 
 
 def ours(scenario: Scenario, config: EnvConfig) -> Callable[[int], bool]:
@@ -98,7 +200,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="time budget per side")
     parser.add_argument("--min-episodes", type=int, default=3)
     parser.add_argument("--min-ratio", type=float, default=10.0)
+    parser.add_argument("--against", metavar="REV", help="compare with the engine at this git revision")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating runs per side (--against)")
+    parser.add_argument("--min-rate", type=float, default=1000.0, help="target episodes/s (--against)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--worker-rounds", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--digest", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args)
+    if args.against:
+        return against(args)
     config = env_config_for(args.study, "evaluation")
     scenario = make_scenario(load_domain("used_car"), args.seed, dirichlet_alpha_for(args.study))
     try:

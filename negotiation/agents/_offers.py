@@ -11,9 +11,16 @@ partial so the offer lands on the target.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, Mapping
 
 from negotiation.env import Domain, Message, PartyPrefs, Role, Term
+
+
+@lru_cache(maxsize=1024)
+def _rounding_step(width: float) -> float:
+    """Offers are rounded to a power of ten about a hundredth of the range's width."""
+    return 10.0 ** (math.floor(math.log10(width)) - 2)
 
 
 def term_value(term: Term, role: Role, phi: float) -> float:
@@ -21,7 +28,7 @@ def term_value(term: Term, role: Role, phi: float) -> float:
     lo, hi = term.range  # type: ignore[misc]
     signed = phi if term.high_preferred_by == role else -phi
     value = lo + (signed + 1.0) / 2.0 * (hi - lo)
-    step = 10.0 ** (math.floor(math.log10(hi - lo)) - 2)
+    step = _rounding_step(hi - lo)
     value = round(round(value / step) * step, 6)
     return int(value) if float(value).is_integer() else value
 
@@ -40,11 +47,12 @@ def counterpart_levels(history: tuple[Message, ...], role: Role) -> dict[str, An
     levels: dict[str, Any] = {}
     before: Mapping[str, Any] = {}
     for msg in history:
+        after = msg.ledger_after
         if msg.role != role:
-            for name, value in msg.ledger_after.items():
-                if before.get(name, object()) != value:
+            for name, value in after.items():
+                if name not in before or before[name] != value:
                     levels[name] = value
-        before = msg.ledger_after
+        before = after
     return levels
 
 

@@ -33,6 +33,7 @@ from negotiation.agents._policy_net import (
     token_logits,
 )
 from negotiation.agents._prose import render_accept, render_counter
+from negotiation.agents._turn_rng import TurnRandom
 from negotiation.agents._spec import AgentSpec
 from negotiation.env import Reply, Role, View
 from negotiation.errors import ConfigError, format_validation_error
@@ -67,7 +68,7 @@ def _softmax(logits: torch.Tensor) -> np.ndarray:
 
 
 def _render(view: View, action: np.ndarray, bins: np.ndarray) -> str:
-    rng = np.random.default_rng([view.sample_seed, view.turn, _PROSE_SALT])
+    rng = TurnRandom([view.sample_seed, view.turn, _PROSE_SALT])
     if action[0] == 1:
         return render_accept(rng)
     terms = []

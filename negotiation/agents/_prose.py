@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-import numpy as np
-
+from negotiation.agents._turn_rng import TurnRandom
 from negotiation.env import Domain, Role
 
 _OPEN = {
@@ -58,7 +57,7 @@ def action_json(action: str, terms: Sequence[tuple[str, Any]], notes: str = "") 
 
 
 def render_counter(domain: Domain, role: Role, terms: Sequence[tuple[str, Any]],
-                   rng: np.random.Generator, *, opening: bool, holding: bool = False) -> str:
+                   rng: TurnRandom, *, opening: bool, holding: bool = False) -> str:
     """Two or three sentences naming ``terms``, then the COUNTER action."""
     lead = _OPEN[role][rng.integers(len(_OPEN[role]))] + " " if opening or rng.random() < 0.3 else ""
     phrases = [term_phrase(domain, n, v) for n, v in terms]
@@ -68,5 +67,5 @@ def render_counter(domain: Domain, role: Role, terms: Sequence[tuple[str, Any]],
     return f"{lead}{body} {close}\n{action_json('COUNTER', terms)}"
 
 
-def render_accept(rng: np.random.Generator) -> str:
+def render_accept(rng: TurnRandom) -> str:
     return f"{_ACCEPT[rng.integers(len(_ACCEPT))]}\n{action_json('ACCEPT', [])}"

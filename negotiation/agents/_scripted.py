@@ -20,11 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from negotiation.agents._offers import changed_terms, counterpart_levels, offer_at_target
 from negotiation.agents._prose import render_accept, render_counter
 from negotiation.agents._spec import AgentSpec
+from negotiation.agents._turn_rng import TurnRandom
 from negotiation.env import Reply, Role, View, score_prefs
 from negotiation.errors import ConfigError
 
@@ -83,7 +82,7 @@ class ScriptedAgent:
         self.holds = holds
 
     def respond(self, view: View) -> Reply:
-        rng = np.random.default_rng([view.sample_seed, view.turn, 0 if view.role == "seller" else 1])
+        rng = TurnRandom([view.sample_seed, view.turn, 0 if view.role == "seller" else 1])
         target = self.strategy.target(view)
         counterpart_spoke = bool(view.history) and view.history[-1].role != view.role
         if view.ledger and counterpart_spoke:

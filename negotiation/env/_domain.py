@@ -7,11 +7,12 @@ that prefers high values; categorical terms have levels; binary terms have the l
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from negotiation.errors import ConfigError, format_validation_error
 from negotiation.names import check_name
@@ -84,9 +85,18 @@ class Term(BaseModel):
                 raise ValueError(f"binary term levels are [true, false], got {self.levels!r}")
         return self
 
-    @property
+    @cached_property
     def is_continuous(self) -> bool:
         return self.kind == "continuous"
+
+    @cached_property
+    def level_by_folded(self) -> dict[str, Any]:
+        """Categorical: each level under its case-folded spelling (the first of equal ones wins)."""
+        table: dict[str, Any] = {}
+        for level in self.levels or ():
+            if isinstance(level, str):
+                table.setdefault(level.casefold(), level)
+        return table
 
 
 class Domain(BaseModel):
@@ -103,12 +113,6 @@ class Domain(BaseModel):
     """The situation, per role."""
     terms: tuple[Term, ...]
     """The 7-10 terms, in a fixed order (the order of weight draws)."""
-    _index: dict[str, Term] = PrivateAttr(default_factory=dict)
-
-    def model_post_init(self, __context: Any) -> None:
-        # Name lookups sit on the hot path of scoring and parsing (every turn, every term).
-        self._index = {t.name: t for t in self.terms}
-
     @model_validator(mode="after")
     def _term_mix(self) -> Domain:
         names = [t.name for t in self.terms]
@@ -125,14 +129,21 @@ class Domain(BaseModel):
     def term_names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.terms)
 
+    @cached_property
+    def term_index(self) -> dict[str, Term]:
+        """Terms by name. Name lookups sit on the hot path of scoring and parsing (every turn,
+        every term); a cached property is a plain attribute read after the first (a pydantic
+        private attribute costs a ``__getattr__`` call on every read)."""
+        return {t.name: t for t in self.terms}
+
     def term(self, name: str) -> Term:
         try:
-            return self._index[name]
+            return self.term_index[name]
         except KeyError:
             raise KeyError(f"domain {self.name!r} has no term {name!r}") from None
 
     def has_term(self, name: str) -> bool:
-        return name in self._index
+        return name in self.term_index
 
 
 _CACHE: dict[Path, Domain] = {}

@@ -142,6 +142,9 @@ class Negotiation:
         self.outcome: Outcome | None = None
         self.closed_by: Role | None = None
         self.accept_had_terms = False
+        # Each party's history as it sees it, extended once per turn (building it anew for
+        # every view made a T-round episode quadratic in T).
+        self._seen: dict[Role, list[Message]] = {"seller": [], "buyer": []}
 
     @property
     def done(self) -> bool:
@@ -154,13 +157,8 @@ class Negotiation:
     def view(self) -> View:
         """The view of the party about to speak."""
         role = self.next_role
-        history = tuple(
-            Message(t.turn, t.role, t.prose, t.ledger_after,
-                    t.raw if t.role == role else None, t.ok if t.role == role else None)
-            for t in self.turns
-        )
         return View(role, self.scenario.domain, self.scenario.prefs(role), len(self.turns) + 1,
-                    self.config.max_turns, history, MappingProxyType(dict(self.ledger)),
+                    self.config.max_turns, tuple(self._seen[role]), MappingProxyType(dict(self.ledger)),
                     self.config.phase, self.sample_seed)
 
     def apply(self, reply: Reply | str, parsed: ParsedTurn | None = None) -> TurnRecord:
@@ -180,6 +178,9 @@ class Negotiation:
             ok, error = self._accept(parsed, role)
         record = self._record(role, reply, parsed, ok, error)
         self.turns.append(record)
+        other: Role = "buyer" if role == "seller" else "seller"
+        self._seen[role].append(Message(record.turn, role, record.prose, record.ledger_after, record.raw, record.ok))
+        self._seen[other].append(Message(record.turn, role, record.prose, record.ledger_after, None, None))
         if not self.done and len(self.turns) >= self.config.max_turns:
             self.outcome = "no_deal"
         return record

@@ -56,15 +56,13 @@ def canonical_value(term: Term, value: Any) -> Any:
     Categorical levels match case- and whitespace-insensitively (LLMs write "sedan" for
     "Sedan"); binary terms take JSON booleans only; continuous terms take finite numbers.
     """
-    if term.kind == "continuous":
+    kind = term.kind
+    if kind == "continuous":
         return float(value) if _is_number(value) else INVALID
-    if term.kind == "binary":
+    if kind == "binary":
         return value if isinstance(value, bool) else INVALID
     if isinstance(value, str):
-        folded = value.strip().casefold()
-        for level in term.levels or ():
-            if level.casefold() == folded:
-                return level
+        return term.level_by_folded.get(value.strip().casefold(), INVALID)
     return INVALID
 
 
@@ -77,8 +75,7 @@ def feature(term: Term, role: Role, preferred: Any, value: Any) -> tuple[float, 
         lo, hi = term.range  # type: ignore[misc]
         clipped = min(max(canon, lo), hi)
         phi = 2.0 * (clipped - lo) / (hi - lo) - 1.0
-        sign = 1.0 if term.high_preferred_by == role else -1.0
-        return sign * phi, False, clipped != canon
+        return (phi if term.high_preferred_by == role else -phi), False, clipped != canon
     return (1.0 if canon == preferred else -1.0), False, False
 
 
@@ -86,11 +83,13 @@ def score_prefs(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) ->
     """Score ``ledger`` (term name -> value) for the party with ``prefs`` in ``domain``."""
     u = dist = integ = 0.0
     n_invalid = n_oor = 0
+    weights, preferred, role = prefs.weights, prefs.preferred, prefs.role
     for term in domain.terms:
-        w = prefs.weights[term.name]
+        name = term.name
+        w = weights[name]
         phi = 0.0
-        if term.name in ledger:
-            phi, invalid, oor = feature(term, prefs.role, prefs.preferred.get(term.name), ledger[term.name])
+        if name in ledger:
+            phi, invalid, oor = feature(term, role, preferred.get(name), ledger[name])
             n_invalid += invalid
             n_oor += oor
         u += w * phi
@@ -99,7 +98,8 @@ def score_prefs(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) ->
             dist += part
         else:
             integ += part
-    n_off = sum(1 for name in ledger if not domain.has_term(name))
+    index = domain.term_index
+    n_off = sum(1 for name in ledger if name not in index)
     # Ũ = (U + 1) / 2 mathematically; summing the non-negative per-term parts instead keeps it
     # inside [0, 1] under rounding ((U + 1) / 2 gave -1.1e-16 for a worst contract) and makes
     # the distributive/integrative split add up exactly. Weights may sum to 1 + 1e-16: clip.

@@ -1,0 +1,131 @@
+"""The per-turn random stream of templated prose, without numpy's construction cost.
+
+Scripted and policy agents vary their prose with ``numpy.random.default_rng([sample_seed,
+turn, salt])``: a ``SeedSequence`` mixes the three words, seeds a ``PCG64`` and a few draws
+pick the sentences. Building that generator costs about 28 µs, more than everything else a
+scripted turn does. ``TurnRandom`` computes the same numbers in plain Python from the same
+published algorithms (numpy's ``SeedSequence`` hash mixing, PCG64 XSL-RR with its 32-bit
+buffering, Lemire's bounded integers, 53-bit doubles), so transcripts stay byte for byte what
+numpy gives; ``tests/agents/test_turn_rng.py`` checks it against numpy itself.
+Only one to four entropy words, each in [0, 2**32), take this path; anything else uses numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+_M32 = 0xFFFFFFFF
+_M64 = 0xFFFFFFFFFFFFFFFF
+_M128 = (1 << 128) - 1
+_INIT_A, _MULT_A = 0x43B0D7E5, 0x931E8875
+_INIT_B, _MULT_B = 0x8B51F9DD, 0x58F38DED
+_MIX_L, _MIX_R = 0xCA01F9DD, 0x4973F715
+_POOL = 4
+_PCG_MULT = (2549297995355413924 << 64) + 4865540595714422341
+_DOUBLE = 1.0 / 9007199254740992.0
+
+
+def _hash_constants(init: int, mult: int, n: int) -> tuple[tuple[int, int], ...]:
+    """The (xor, multiply) constant pairs of ``n`` successive hashmix steps: numpy's hash
+    constant advances the same way whatever the data, so it is computed once."""
+    pairs, const = [], init
+    for _ in range(n):
+        nxt = (const * mult) & _M32
+        pairs.append((const, nxt))
+        const = nxt
+    return tuple(pairs)
+
+
+_CROSS = tuple((i_src, i_dst) for i_src in range(_POOL) for i_dst in range(_POOL) if i_src != i_dst)
+_MIX_A = _hash_constants(_INIT_A, _MULT_A, _POOL + len(_CROSS))
+_GEN_B = _hash_constants(_INIT_B, _MULT_B, 8)
+
+
+def _pool(entropy: Sequence[int]) -> list[int]:
+    """``SeedSequence(entropy).pool`` for at most four words < 2**32 (numpy's ``mix_entropy``)."""
+    pool = []
+    for i, (pre, post) in enumerate(_MIX_A[:_POOL]):
+        value = (((entropy[i] if i < len(entropy) else 0) ^ pre) * post) & _M32
+        pool.append(value ^ (value >> 16))
+    for (src, dst), (pre, post) in zip(_CROSS, _MIX_A[_POOL:]):
+        value = ((pool[src] ^ pre) * post) & _M32
+        value ^= value >> 16
+        mixed = (_MIX_L * pool[dst] - _MIX_R * value) & _M32
+        pool[dst] = mixed ^ (mixed >> 16)
+    return pool
+
+
+def _state_words(pool: list[int]) -> list[int]:
+    """``generate_state(8, uint32)`` of the pool."""
+    out = []
+    for i, (pre, post) in enumerate(_GEN_B):
+        value = ((pool[i % _POOL] ^ pre) * post) & _M32
+        out.append(value ^ (value >> 16))
+    return out
+
+
+class TurnRandom:
+    """The draws ``numpy.random.default_rng(entropy)`` makes, for ``integers(n)`` and ``random()``."""
+
+    __slots__ = ("_state", "_inc", "_spare", "_numpy")
+
+    def __init__(self, entropy: Sequence[int]):
+        words = [int(w) for w in entropy]
+        self._numpy = None
+        self._spare: int | None = None
+        if not words or len(words) > _POOL or any(w < 0 or w > _M32 for w in words):
+            self._numpy = np.random.default_rng(words)
+            return
+        w = _state_words(_pool(words))
+        # generate_state(4, uint64) pairs little-endian words; PCG64 takes (seed_hi, seed_lo, inc_hi, inc_lo).
+        seed = (((w[1] << 32) | w[0]) << 64) | ((w[3] << 32) | w[2])
+        inc = ((((w[5] << 32) | w[4]) << 64) | ((w[7] << 32) | w[6])) << 1 | 1
+        self._inc = inc & _M128
+        state = (inc & _M128)  # srandom: state = 0, step, add the seed, step
+        state = ((state + seed) * _PCG_MULT + self._inc) & _M128
+        self._state = state
+
+    def _next64(self) -> int:
+        state = (self._state * _PCG_MULT + self._inc) & _M128
+        self._state = state
+        value = ((state >> 64) ^ state) & _M64
+        rot = state >> 122
+        return ((value >> rot) | (value << (64 - rot))) & _M64
+
+    def _next32(self) -> int:
+        if self._spare is not None:
+            spare, self._spare = self._spare, None
+            return spare
+        value = self._next64()
+        self._spare = value >> 32
+        return value & _M32
+
+    def integers(self, high: int) -> int:
+        """``Generator.integers(high)``: uniform on ``[0, high)`` (Lemire's method on 32 bits)."""
+        if self._numpy is not None:
+            return int(self._numpy.integers(high))
+        high = int(high)
+        if high <= 0:
+            raise ValueError(f"high must be positive, got {high}")
+        if high == 1:
+            return 0
+        if high - 1 >= _M32:
+            if high - 1 > _M32:
+                raise ValueError(f"high must be at most 2**32 here, got {high}")
+            return self._next32()
+        m = self._next32() * high
+        leftover = m & _M32
+        if leftover < high:
+            threshold = (_M32 - (high - 1)) % high
+            while leftover < threshold:
+                m = self._next32() * high
+                leftover = m & _M32
+        return m >> 32
+
+    def random(self) -> float:
+        """``Generator.random()``: a double in [0, 1) from the top 53 bits of one 64-bit draw."""
+        if self._numpy is not None:
+            return float(self._numpy.random())
+        return (self._next64() >> 11) * _DOUBLE
