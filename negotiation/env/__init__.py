@@ -1,4 +1,11 @@
-"""The negotiation environment: domains, scenarios, scoring, parser, engine, reward, tables."""
+"""The negotiation environment: domains, scenarios, scoring, parser, engine, reward, tables.
+
+The table functions (``_tables``) load on first use: they need pandas, which a stage process
+that never writes a table (``select@``) should not pay seconds to import.
+"""
+
+import importlib
+from typing import Any
 
 from negotiation.env._domain import (
     DOMAINS_DIR,
@@ -31,7 +38,6 @@ from negotiation.env._prompts import (
 )
 from negotiation.env._reward import eq1_reward, episode_reward, frontloaded_step_rewards
 from negotiation.env._scenario import PartyPrefs, Scenario, make_scenario
-from negotiation.env._tables import KEY, episode_row, episodes_to_frames, to_json, turn_rows, write_tables
 from negotiation.env._utility import INVALID, Score, canonical_value, feature, score_ledger, score_prefs
 from negotiation.env._view import Agent, Message, Reply, View, arespond
 
@@ -45,3 +51,17 @@ __all__ = [
     "load_domain_file", "load_domains", "make_scenario", "parse_message", "run_episode",
     "score_ledger", "score_prefs", "to_json", "turn_rows", "write_tables",
 ]
+
+_LAZY = {name: "negotiation.env._tables" for name in
+         ("KEY", "episode_row", "episodes_to_frames", "to_json", "turn_rows", "write_tables")}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'negotiation.env' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -15,7 +15,6 @@ from typing import Any
 
 from negotiation.analysis import run_analysis
 from negotiation.analysis._analysis import settings_from_protocol, write_analysis
-from negotiation.analysis._report import build_report
 from negotiation.analysis._results import load_context, load_tables, require_validated, validate_results, viewer_results
 from negotiation.protocol import protocol_hash
 from negotiation.registry import run_audit
@@ -56,6 +55,8 @@ def run_analyze(study: str, results_dir: Path, out_dir: Path, *, seed: int, resa
 def run_report(study: str, results_dir: Path, out_dir: Path, *, seed: int, resamples: int | None = None,
                viewer_episodes: int = 2000, track: bool = True) -> dict[str, str]:
     """The report (HTML, Markdown, figures) and the transcript viewer under ``out_dir``."""
+    from negotiation.analysis._report import build_report  # matplotlib: only the report draws
+
     context, validation, result = _analysis(study, results_dir, seed, resamples)
     out = Path(out_dir)
     paths = build_report(result, context, Path(results_dir), out, validation)

@@ -20,6 +20,7 @@ from negotiation.errors import NegotiationError
 from negotiation.evaluation import (AgentPool, GateRule, ResultsStore, RunOptions, agent_factory, build_cell,
                                     cell_fingerprint, evaluate_cell, run_pilot)
 from negotiation.evaluation._records import pilot_record, write_redacted
+from negotiation.agents import parse_spec
 from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.evaluation._setup import arm_sampling_role, env_config
 from negotiation.pipeline._plan import all_arms
@@ -42,8 +43,15 @@ def _seller_sha256(layout: ResultsLayout, arm: str) -> str:
     return hashlib.sha256(layout.seller(arm).read_bytes()).hexdigest()
 
 
-def _torch_single_thread() -> None:
-    """Small policy networks run ~100x slower with two threads on two shared cores."""
+_TORCH_KINDS = ("policy", "hf")
+"""Seller kinds that run torch inside the stage process (``litellm``/``vllm`` sellers are served)."""
+
+
+def _torch_single_thread(seller: str) -> None:
+    """Small policy networks run ~100x slower with two threads on two shared cores. Only a seller
+    that runs torch here imports it: the import alone costs seconds per stage process."""
+    if parse_spec(seller).kind not in _TORCH_KINDS:
+        return
     try:
         import torch
     except ImportError:  # LLM-only installs evaluate without torch
@@ -69,11 +77,11 @@ def _concurrency(given: int | None) -> int:
 
 def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int | None = None) -> PilotRecord:
     """Run the pilot gate of ``arm`` against every evaluation buyer; write ``pilot/<arm>.json``."""
-    _torch_single_thread()
     concurrency = _concurrency(concurrency)
     study = load_study(study_name)
     layout = ResultsLayout(Path(results_dir))
     seller = _seller(layout, arm)
+    _torch_single_thread(seller)
     cell = build_cell(study.protocol, arm=arm, seller=seller)
     digest = protocol_hash(study_name)
     settings = _agent_settings(study, arm, seller)
@@ -116,12 +124,12 @@ def _check_gate(study_name: str, arm: str, layout: ResultsLayout) -> tuple[list[
 def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int | None = None,
                        retry_errors: bool = True) -> dict[str, Any]:
     """Evaluate ``arm`` on every cell into ``evaluate/<arm>/`` (``track`` logs it to MLflow)."""
-    _torch_single_thread()
     concurrency = _concurrency(concurrency)
     study = load_study(study_name)
     layout = ResultsLayout(Path(results_dir))
     _, override_ids = _check_gate(study_name, arm, layout)
     seller = _seller(layout, arm)
+    _torch_single_thread(seller)
     cell = build_cell(study.protocol, arm=arm, seller=seller)
     options = RunOptions(concurrency=concurrency, retry_errors=retry_errors, pilot=False,
                          deviation=override_ids[0] if override_ids else None)

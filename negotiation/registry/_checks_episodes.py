@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import pandas as pd
-import pyarrow
-import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from negotiation.errors import format_validation_error
 from negotiation.registry._audit import AuditContext, Finding
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["check_contrasts", "check_error_rows", "check_pairing", "expected_keys"]
 
@@ -36,6 +36,11 @@ def expected_keys(ctx: AuditContext, *, extension: bool = False) -> set[Key]:
 
 
 def _episode_tables(ctx: AuditContext, check: str) -> Iterator[tuple[str, pd.DataFrame] | Finding]:
+    # Imported here: every stage imports the registry, few read episode tables through it.
+    import pandas as pd
+    import pyarrow
+    import pyarrow.parquet as pq
+
     evaluate = ctx.layout.dir / "evaluate"
     for folder in sorted(p for p in evaluate.iterdir() if p.is_dir()) if evaluate.is_dir() else []:
         path = folder / "episodes.parquet"
