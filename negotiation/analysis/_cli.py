@@ -203,7 +203,7 @@ def viewer_command(
     study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
     out: Optional[Path] = typer.Option(None, "--out", help="Page to write (default <results>/viewer.html)."),
     arm: Optional[list[str]] = typer.Option(None, "--arm", help="Arms to include (repeatable; default all)."),
-    max_episodes: int = typer.Option(3000, "--max-episodes", help="Seeded sample above this many episodes."),
+    max_episodes: int = typer.Option(30000, "--max-episodes", help="Seeded sample of scenarios above this many episodes."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
 ) -> None:
     """Static transcript viewer over the episode and turn tables."""

@@ -8,13 +8,17 @@ panel and the Pareto/Nash columns.
 from __future__ import annotations
 
 import base64
-import html
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
+
+from jinja2 import Environment
+from markupsafe import Markup
 
 from negotiation.analysis._analysis import AnalysisResult
 from negotiation.analysis._figures import FIGURES
 from negotiation.analysis._resample import backend
+from negotiation.analysis._multiple import MARK_STYLE_GUARD
 from negotiation.analysis._tables import BUILDERS, Report, Table
 from negotiation.errors import NegotiationError
 
@@ -57,15 +61,50 @@ def markdown_table(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
-def html_table(table: Table) -> str:
-    def td(text: str) -> str:
-        status = text if text in ("fail", "pending") else ""
-        return f"<td class='{status}'>{html.escape(str(text))}</td>" if status else f"<td>{html.escape(str(text))}</td>"
+_ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title><style>{{ css }}</style></head>
+<body><h1>{{ title }}</h1>
+<ul>{% for line in preamble %}<li>{{ line }}</li>{% endfor %}</ul>
+{% for name, b64 in images %}<figure id="{{ name }}"><img alt="{{ name }}" src="data:image/png;base64,{{ b64 }}"></figure>
+{% endfor %}
+{% for t in tables %}
+<table id="{{ t.key }}"><caption>{{ t.caption }}</caption>
+<thead><tr>{% for h in t.headers %}<th>{{ h }}</th>{% endfor %}</tr></thead>
+<tbody>{% for row in t.rows %}<tr>{% for cell, href in row %}<td{% if cell in ("fail", "pending") %} class="{{ cell }}"{% endif %}>
+{%- if href %}<a href="{{ href }}">{{ cell }}</a>{% else %}{{ cell }}{% endif %}</td>{% endfor %}</tr>
+{% endfor %}</tbody></table>
+{% endfor %}
+</body></html>
+"""
 
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
-    body = "".join("<tr>" + "".join(td(c) for c in row) + "</tr>" for row in table.rows)
-    return (f"<table id='{table.key}'><caption>{html.escape(table.caption)}</caption><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table>")
+
+def transcript_links(table: Table, arms: dict[str, Any], bases: dict[str, str], viewer: str | None
+                     ) -> list[list[tuple[str, str | None]]]:
+    """Each cell with the viewer link behind it: an arm's name links to its episodes paired with its
+    size's base arm and sorted by ΔS (the pairs behind its gain over base); other cells link nowhere."""
+    rows = []
+    for row in table.rows:
+        cells = []
+        for text in map(str, row):
+            name = text.rstrip(MARK_STYLE_GUARD).strip()
+            href = None
+            if viewer and name in arms:
+                base = bases.get(getattr(arms[name], "size", None))
+                query = {"a": name, "b": base, "sort": "dS_asc"} if base and base != name else {"a": name}
+                href = f"{viewer}?{urlencode(query)}"
+            cells.append((text, href))
+        rows.append(cells)
+    return rows
+
+
+def html_page(title: str, preamble: list[str], figures: dict[str, bytes], tables: list[Table],
+              links: list[list[list[tuple[str, str | None]]]]) -> str:
+    """The report page (jinja2, autoescaped: table text is data, never markup)."""
+    images = [(name, base64.b64encode(png).decode()) for name, png in figures.items()]
+    shown = [{"key": t.key, "caption": t.caption, "headers": t.headers, "rows": rows} for t, rows in zip(tables, links)]
+    return _ENV.from_string(_PAGE).render(title=title, css=Markup(_CSS), preamble=preamble, images=images,
+                                          tables=shown)
 
 
 def _preamble(study: str, result: AnalysisResult, validation: Any) -> list[str]:
@@ -83,8 +122,10 @@ def _preamble(study: str, result: AnalysisResult, validation: Any) -> list[str]:
     ]
 
 
-def build_report(result: AnalysisResult, context, results_dir: Path, out_dir: Path, validation) -> dict[str, Path]:
-    """Write ``report.html``, ``report.md`` and ``figures/*.png`` under ``out_dir``."""
+def build_report(result: AnalysisResult, context, results_dir: Path, out_dir: Path, validation,
+                 transcripts: str | None = "transcripts.html") -> dict[str, Path]:
+    """Write ``report.html``, ``report.md`` and ``figures/*.png`` under ``out_dir``; arm names in the
+    tables link to the transcript viewer at ``transcripts`` (relative to the report; None: no links)."""
     out = Path(out_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     r = Report(result, context.protocol, context.arms, registry=context.registry)
@@ -101,12 +142,8 @@ def build_report(result: AnalysisResult, context, results_dir: Path, out_dir: Pa
     md += [markdown_table(t) for t in tables]
     paths["report.md"] = out / "report.md"
     paths["report.md"].write_text("\n".join(md), encoding="utf-8")
-    images = "".join(f"<figure id='{name}'><img alt='{name}' src='data:image/png;base64,"
-                     f"{base64.b64encode(png).decode()}'></figure>" for name, png in figures.items())
-    page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><ul>"
-            + "".join(f"<li>{html.escape(line)}</li>" for line in preamble) + f"</ul>{images}"
-            + "".join(html_table(t) for t in tables) + "</body></html>")
+    links = [transcript_links(t, context.arms, r.bases, transcripts) for t in tables]
+    page = html_page(title, preamble, figures, tables, links)
     paths["report.html"] = out / "report.html"
     paths["report.html"].write_text(page, encoding="utf-8")
     return paths

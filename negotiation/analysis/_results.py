@@ -135,9 +135,14 @@ def viewer_results(context: StudyContext, results_dir: Path, out_path: Path, *, 
     table = pd.concat(list(episodes.values()), ignore_index=True)
     note = f"{len(table)} episodes."
     if len(table) > max_episodes:
-        keep = np.sort(np.random.default_rng(seed).choice(len(table), size=max_episodes, replace=False))
-        note = f"A seeded sample (seed {seed}) of {max_episodes} of {len(table)} episodes."
-        table = table.iloc[keep]
+        # Sample whole scenarios (domain, seed, buyer) so that every shown episode keeps its pairs.
+        scenarios = table[["domain", "seed", "buyer"]].drop_duplicates().sort_values(["domain", "seed", "buyer"])
+        per_scenario = len(table) / len(scenarios)
+        size = max(1, min(len(scenarios), int(max_episodes // per_scenario)))
+        keep = np.sort(np.random.default_rng(seed).choice(len(scenarios), size=size, replace=False))
+        table = table.merge(scenarios.iloc[keep], on=["domain", "seed", "buyer"])
+        note = (f"A seeded sample (seed {seed}) of {size} of {len(scenarios)} scenarios: {len(table)} of "
+                f"{sum(len(e) for e in episodes.values())} episodes.")
     return write_viewer(out_path, table, pd.concat(list(turns.values()), ignore_index=True),
                         title=f"Transcripts: {context.name}", note=note)
 

@@ -1,10 +1,17 @@
 """Static transcript viewer: one self-contained HTML page over episode and turn tables.
 
-Filters (arm, domain, buyer, outcome, flag) are selects; their initial values can be
-given in the query string (``viewer.html?arm=x&flag=json_leak``). Each turn shows the
-prose the counterpart saw, the parsed action (or the parse error), the ledger after
-it, and its flags highlighted. Data rides in a JSON script tag and is rendered with
-DOM text nodes, so transcript text can never inject markup.
+Episodes are paired by ``(domain, seed, buyer)`` across arms, so the page shows two arms side
+by side on the same scenario (arm A and arm B), sorts and filters the pairs by the paired
+difference ΔS = S_A − S_B, by outcome, by per-turn flags (bad parse, JSON leak, placeholder,
+template tag, off-schema name) and by text in the prose, and highlights each flagged turn.
+Every control can be set from the query string (``transcripts.html?a=x&b=y&sort=dS&flag=json_leak``),
+which is how the report's tables link to the transcripts behind a row.
+
+The page is rendered by jinja2 with autoescaping; the data rides in a JSON script tag through
+``tojson`` (which escapes ``<``, ``>``, ``&`` and ``'``, so ``</script>`` or ``<!--`` in a
+transcript stays text) and is drawn with DOM text nodes only. It stays fast at tens of
+thousands of episodes: episodes are compact arrays, each turn stores only the ledger entries
+it changed, rows are drawn a page at a time and turns only when an episode is opened.
 """
 
 from __future__ import annotations
@@ -16,95 +23,86 @@ from typing import Any
 import pandas as pd
 
 from negotiation.analysis._metrics import require_columns
+from negotiation.analysis._viewer_page import render_page
 
 FLAGS = ("json_leak", "placeholder", "template_tag", "bad_parse", "off_schema")
-"""Flags a turn can carry (and the flag filter offers)."""
-
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:1.5em;max-width:70em;color:#222}
-#filters label{margin-right:1em}.episode{border:1px solid #ccc;border-radius:4px;margin:.4em 0;padding:.3em .6em}
-.episode>summary{cursor:pointer}.turn{margin:.4em 0;padding:.3em .5em;border-left:4px solid #9ab}
-.turn.buyer{border-color:#c9a;background:#fcf8fb}.turn.seller{background:#f6f9fc}
-.turn.flagged{outline:2px solid #d33}.flag{background:#d33;color:#fff;border-radius:3px;padding:0 .3em;
-margin-right:.3em;font-size:.8em}.action,.ledger{font-family:monospace;font-size:.85em;color:#444}
-.error{color:#b00}.meta{color:#666;font-size:.9em}
-"""
-
-_SCRIPT = """
-const data = JSON.parse(document.getElementById('viewer-data').textContent);
-const fields = ['arm','domain','buyer','outcome','flag'];
-function fill(id, values){const s=document.getElementById('filter-'+id);
-  for(const v of ['all',...values]){const o=document.createElement('option');o.value=v;o.textContent=v;s.appendChild(o);}}
-function el(tag, cls, text){const e=document.createElement(tag);if(cls)e.className=cls;
-  if(text!==undefined)e.textContent=text;return e;}
-function renderTurn(t){const li=el('li','turn '+t.role+(t.flags.length?' flagged':''));
-  li.appendChild(el('div','meta','turn '+t.turn+' · '+t.role));
-  for(const f of t.flags){li.appendChild(el('span','flag',f.replace('_',' ')));}
-  li.appendChild(el('div','prose',t.prose));
-  if(t.ok){li.appendChild(el('div','action','action: '+t.action+' '+t.terms.map(p=>p[0]+'='+JSON.stringify(p[1])).join(', ')));}
-  else{li.appendChild(el('div','action error','parse error: '+t.error));}
-  li.appendChild(el('div','ledger','ledger after: '+JSON.stringify(t.ledger)));return li;}
-function render(){const f={};for(const k of fields){f[k]=document.getElementById('filter-'+k).value;}
-  const box=document.getElementById('episodes');box.replaceChildren();let shown=0;
-  for(const e of data.episodes){
-    if((f.arm!=='all'&&e.arm!==f.arm)||(f.domain!=='all'&&e.domain!==f.domain)||(f.buyer!=='all'&&e.buyer!==f.buyer)
-       ||(f.outcome!=='all'&&e.outcome!==f.outcome)||(f.flag!=='all'&&!e.flags.includes(f.flag)))continue;
-    shown++;const d=el('details','episode');d.dataset.arm=e.arm;d.dataset.outcome=e.outcome;
-    d.appendChild(el('summary',null,e.arm+' · '+e.domain+' · seed '+e.seed+' · '+e.buyer+' · '+e.outcome+
-      ' · S '+e.S+(e.flags.length?' · flags: '+e.flags.join(', '):'')));
-    const ol=el('ol','turns');for(const t of e.turns){ol.appendChild(renderTurn(t));}d.appendChild(ol);box.appendChild(d);}
-  document.getElementById('count').textContent=shown+' of '+data.episodes.length+' episodes shown';}
-fill('arm',data.arms);fill('domain',data.domains);fill('buyer',data.buyers);fill('outcome',['deal','no_deal','error']);
-fill('flag',data.flags);
-const params=new URLSearchParams(window.location.search);
-for(const k of fields){const s=document.getElementById('filter-'+k);if(params.has(k))s.value=params.get(k);
-  s.addEventListener('change',render);}
-render();
-"""
+"""Flags a turn can carry (bit ``i`` of a turn's or an episode's mask is ``FLAGS[i]``)."""
+OUTCOMES = ("deal", "no_deal", "error")
+TURN_COLUMNS = ["arm", "domain", "seed", "buyer", "turn", "role", "prose", "ok", "action", "terms", "error",
+                "ledger_after", "flag_json_leak", "flag_placeholder", "flag_template_tag", "n_off_schema"]
+KEY = ["arm", "domain", "seed", "buyer"]
+DATA_VERSION = 2
 
 
-def _turn_entry(t: dict[str, Any]) -> dict[str, Any]:
-    flags = [name for name in ("json_leak", "placeholder", "template_tag") if bool(t[f"flag_{name}"])]
-    flags += ["bad_parse"] * (not bool(t["ok"])) + ["off_schema"] * (int(t["n_off_schema"]) > 0)
-    return {"turn": int(t["turn"]), "role": str(t["role"]), "prose": str(t["prose"]), "ok": bool(t["ok"]),
-            "action": str(t["action"]), "terms": json.loads(t["terms"] or "[]"), "error": str(t["error"]),
-            "ledger": json.loads(t["ledger_after"] or "{}"), "flags": flags}
+def _masks(turns: pd.DataFrame) -> list[int]:
+    """Each turn's flag mask (bit ``i`` set when it carries ``FLAGS[i]``)."""
+    bits = (turns["flag_json_leak"].astype(bool), turns["flag_placeholder"].astype(bool),
+            turns["flag_template_tag"].astype(bool), ~turns["ok"].astype(bool), turns["n_off_schema"] > 0)
+    mask = sum(bit.astype(int) * (1 << i) for i, bit in enumerate(bits))
+    return [int(m) for m in mask.tolist()]
+
+
+def _loads(text: Any, empty: Any) -> Any:
+    return json.loads(text) if isinstance(text, str) and text else empty
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
+def _turns_by_episode(turns: pd.DataFrame) -> dict[tuple, list[list[Any]]]:
+    """Per episode key, its turns as ``[role (0 seller, 1 buyer), prose, ok, action, terms, error,
+    ledger entries changed by the turn, flag mask]`` in turn order."""
+    by_episode: dict[tuple, list[list[Any]]] = {}
+    ledgers: dict[tuple, dict[str, Any]] = {}
+    ordered = turns.sort_values([*KEY, "turn"])
+    # Plain lists: iterating pandas' Arrow-backed string columns row by row is ten times slower.
+    columns = [ordered[c].tolist() for c in ("arm", "domain", "seed", "buyer", "role", "prose", "ok", "action",
+                                             "terms", "error", "ledger_after")]
+    for *key_parts, role, prose, ok, action, terms, error, ledger_after, mask in zip(*columns, _masks(ordered)):
+        key = tuple(key_parts)
+        before = ledgers.get(key, {})
+        after = _loads(ledger_after, {})
+        changed = {k: v for k, v in after.items() if k not in before or before[k] != v}
+        ledgers[key] = after
+        ok = bool(ok)
+        by_episode.setdefault(key, []).append(
+            [0 if role == "seller" else 1, _text(prose), int(ok), _text(action) if ok else "",
+             _loads(terms, []), "" if ok else _text(error), changed, mask])
+    return by_episode
 
 
 def viewer_data(episodes: pd.DataFrame, turns: pd.DataFrame) -> dict[str, Any]:
-    """The JSON the page renders: one entry per episode with its turns in order."""
-    require_columns(turns, ["arm", "domain", "seed", "buyer", "turn", "role", "prose", "ok", "action", "terms",
-                            "error", "ledger_after", "flag_json_leak", "flag_placeholder", "flag_template_tag",
-                            "n_off_schema"], "turns")
-    key = ["arm", "domain", "seed", "buyer"]
-    by_episode: dict[tuple, list[dict[str, Any]]] = {}
-    for t in turns.sort_values([*key, "turn"]).to_dict("records"):
-        by_episode.setdefault(tuple(t[c] for c in key), []).append(_turn_entry(t))
-    entries = []
-    for episode in episodes.sort_values(key).to_dict("records"):
-        k = tuple(episode[c] for c in key)
-        turn_list = by_episode.get(k, [])
-        score = episode["S"]
-        entries.append({"arm": str(k[0]), "domain": str(k[1]), "seed": int(k[2]), "buyer": str(k[3]),
-                        "outcome": str(episode["outcome"]), "S": None if pd.isna(score) else round(float(score), 4),
-                        "flags": sorted({f for t in turn_list for f in t["flags"]}), "turns": turn_list})
-    return {"version": 1, "arms": sorted(episodes["arm"].unique().tolist()),
-            "domains": sorted(episodes["domain"].unique().tolist()),
-            "buyers": sorted(episodes["buyer"].unique().tolist()), "flags": list(FLAGS), "episodes": entries}
+    """The JSON the page renders.
+
+    ``episodes`` rows are ``[arm, domain, seed, buyer, outcome, S, flag mask, turns]`` with arm,
+    domain, buyer and outcome as indices into the lists of the same names and ``S`` rounded to
+    4 decimals (``null`` for an error row); turns as in ``_turns_by_episode``.
+    """
+    require_columns(turns, TURN_COLUMNS, "turns")
+    require_columns(episodes, [*KEY, "outcome", "S"], "episodes")
+    by_episode = _turns_by_episode(turns)
+    arms = sorted(episodes["arm"].astype(str).unique().tolist())
+    domains = sorted(episodes["domain"].astype(str).unique().tolist())
+    buyers = sorted(episodes["buyer"].astype(str).unique().tolist())
+    index = {"arm": {v: i for i, v in enumerate(arms)}, "domain": {v: i for i, v in enumerate(domains)},
+             "buyer": {v: i for i, v in enumerate(buyers)}, "outcome": {v: i for i, v in enumerate(OUTCOMES)}}
+    rows = []
+    for e in episodes.sort_values(KEY).itertuples(index=False):
+        turn_list = by_episode.get((e.arm, e.domain, e.seed, e.buyer), [])
+        mask = 0
+        for turn in turn_list:
+            mask |= turn[7]
+        score = None if pd.isna(e.S) else round(float(e.S), 4)
+        rows.append([index["arm"][str(e.arm)], index["domain"][str(e.domain)], int(e.seed),
+                     index["buyer"][str(e.buyer)], index["outcome"].get(str(e.outcome), 2), score, mask, turn_list])
+    return {"version": DATA_VERSION, "arms": arms, "domains": domains, "buyers": buyers, "outcomes": list(OUTCOMES),
+            "flags": list(FLAGS), "episodes": rows}
 
 
 def viewer_html(episodes: pd.DataFrame, turns: pd.DataFrame, *, title: str, note: str = "") -> str:
     """The page as one string (no external resources)."""
-    payload = json.dumps(viewer_data(episodes, turns), ensure_ascii=False).replace("</", "<\\/")
-    selects = "".join(f'<label>{name} <select id="filter-{name}"></select></label>'
-                      for name in ("arm", "domain", "buyer", "outcome", "flag"))
-    escaped = title.replace("&", "&amp;").replace("<", "&lt;")
-    note_html = f"<p class='meta'>{note.replace('&', '&amp;').replace('<', '&lt;')}</p>" if note else ""
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{escaped}</title>"
-            f"<style>{_STYLE}</style></head><body><h1>{escaped}</h1>{note_html}<div id='filters'>{selects}</div>"
-            f"<p id='count'></p><div id='episodes'></div>"
-            f"<script id='viewer-data' type='application/json'>{payload}</script><script>{_SCRIPT}</script>"
-            f"</body></html>")
+    return render_page(title=title, note=note, data=viewer_data(episodes, turns))
 
 
 def write_viewer(path: Path, episodes: pd.DataFrame, turns: pd.DataFrame, *, title: str, note: str = "") -> Path:
