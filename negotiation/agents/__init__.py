@@ -1,5 +1,7 @@
 """Agents: one interface for every seller and buyer, named by spec strings."""
 
+from negotiation.agents._llm_ratelimit import (RateLimit, RateLimiter, configure_rate_limits, provider_limiter,
+                                               rate_limits_from_params)
 from negotiation.agents._offers import offer_at_target
 from negotiation.agents._prose import action_json, render_accept, render_counter, term_phrase
 from negotiation.agents._scripted import ScriptedAgent, make_scripted
@@ -7,7 +9,8 @@ from negotiation.agents._spec import AgentSpec, make_agent, parse_spec, register
 from negotiation.env import Agent, Reply, View
 
 __all__ = [
-    "Agent", "AgentSpec", "Reply", "ScriptedAgent", "View", "action_json", "make_agent",
+    "Agent", "AgentSpec", "RateLimit", "RateLimiter", "Reply", "ScriptedAgent", "View", "action_json",
+    "configure_rate_limits", "make_agent", "provider_limiter", "rate_limits_from_params",
     "make_scripted", "offer_at_target", "parse_spec", "register_kind", "render_accept",
     "render_counter", "term_phrase", "Policy", "PolicyAgent", "PolicyArch",
 ]

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.agents._llm_price import Price, price_for
+from negotiation.agents._llm_ratelimit import estimate_tokens, provider_limiter
 from negotiation.agents._llm_retry import AgentCallError, RetryPolicy, call_with_retries, endpoint_semaphore
 from negotiation.agents._llm_sampling import (
     Sampling,
@@ -164,11 +165,19 @@ class LLMAgent:
         messages = render_messages(view, self.template, converge_from_turn=self.settings.converge_from_turn)
         seed = turn_seed(view.sample_seed, view.turn, view.role)
 
+        limiter = provider_limiter(self.endpoint)
+
         async def call() -> Any:
             params = dict(self.params)
             if self.send_seed and "seed" not in self.record.rejected:
                 params["seed"] = seed
-            return await self.transport.complete(messages, params, self.extra)
+            if limiter is None:
+                return await self.transport.complete(messages, params, self.extra)
+            estimate = estimate_tokens(messages, params.get("max_tokens"))
+            await limiter.acquire(estimate)  # every attempt is a request to the provider
+            completion = await self.transport.complete(messages, params, self.extra)
+            limiter.settle(estimate, completion.tokens_in + completion.tokens_out)
+            return completion
 
         jitter = (int(view.sample_seed), int(view.turn), 0 if view.role == "seller" else 1)
         semaphore = endpoint_semaphore(self.endpoint, self.settings.max_concurrency)

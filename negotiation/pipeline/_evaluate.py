@@ -20,11 +20,11 @@ from negotiation.errors import NegotiationError
 from negotiation.evaluation import (AgentPool, GateRule, ResultsStore, RunOptions, agent_factory, build_cell,
                                     cell_fingerprint, evaluate_cell, run_pilot)
 from negotiation.evaluation._records import pilot_record, write_redacted
-from negotiation.agents import parse_spec
+from negotiation.agents import configure_rate_limits, parse_spec, rate_limits_from_params
 from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.evaluation._setup import arm_sampling_role, env_config
 from negotiation.pipeline._plan import all_arms
-from negotiation.pipeline._stage import runtime_knob
+from negotiation.pipeline._stage import PARAMS_FILE, runtime_knob
 from negotiation.protocol import Study, load_study, protocol_hash
 from negotiation.registry import PilotRecord, ResultsLayout, effective_protocol, load_registry
 from negotiation.tracking import MlflowTracker, flatten, git_commit
@@ -69,6 +69,12 @@ def _agent_settings(study: Study, arm_name: str, seller: str) -> dict[str, Any]:
     return {"seller_sampling": arm_sampling_role(arm), "serve": serve}
 
 
+def _install_rate_limits() -> None:
+    """Per-provider request and token limits from params.yaml ``rate_limits`` (a run-time knob:
+    read when the stage runs, never a stage param), shared by every cell of this process."""
+    configure_rate_limits(rate_limits_from_params(PARAMS_FILE))
+
+
 def _concurrency(given: int | None) -> int:
     """Episodes in flight: the argument, else the run-time knob (not a DVC param: it changes
     how fast a cell runs, never its results)."""
@@ -78,6 +84,7 @@ def _concurrency(given: int | None) -> int:
 def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int | None = None) -> PilotRecord:
     """Run the pilot gate of ``arm`` against every evaluation buyer; write ``pilot/<arm>.json``."""
     concurrency = _concurrency(concurrency)
+    _install_rate_limits()
     study = load_study(study_name)
     layout = ResultsLayout(Path(results_dir))
     seller = _seller(layout, arm)
@@ -125,6 +132,7 @@ def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurre
                        retry_errors: bool = True) -> dict[str, Any]:
     """Evaluate ``arm`` on every cell into ``evaluate/<arm>/`` (``track`` logs it to MLflow)."""
     concurrency = _concurrency(concurrency)
+    _install_rate_limits()
     study = load_study(study_name)
     layout = ResultsLayout(Path(results_dir))
     _, override_ids = _check_gate(study_name, arm, layout)
