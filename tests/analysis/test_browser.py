@@ -89,6 +89,7 @@ def test_viewer_filters_and_pairs_arms(browser, built, demo_results):
     assert page.locator("details.episode").count() == leaking > 0
     first = page.locator("details.episode").first
     first.locator("summary").click()
+    first.locator(".sides").wait_for()  # turns are drawn on the toggle event
     assert first.locator("li.turn").count() > 0
     assert first.locator("li.turn.flagged .flag").first.text_content() == "json leak"
     page.goto(viewer.as_uri() + "?outcome=no_deal&arm=w16_base")
@@ -105,6 +106,7 @@ def test_viewer_filters_and_pairs_arms(browser, built, demo_results):
     first = page.locator("details.episode").first
     assert f"{worst['domain']} · seed {worst['seed']} · {worst['buyer']}" in first.locator("summary").text_content()
     first.locator("summary").click()
+    first.locator(".sides").wait_for()  # turns are drawn on the toggle event
     sides = first.locator(".side")
     assert sides.count() == 2
     assert sides.nth(0).locator("h3").text_content().startswith("w16_lr3x")
@@ -150,6 +152,7 @@ def test_adversarial_transcript_renders_as_text(browser, tmp_path, demo_results)
     assert page.evaluate("window.pwned") is None
     assert page.locator("details.episode").count() == 2
     page.locator("details.episode").first.locator("summary").click()
+    page.locator("details.episode .sides").first.wait_for()
     prose = page.locator("details.episode").first.locator(".prose").all_text_contents()
     assert prose[:3] == hostile[:3] and len(prose[3]) == len(hostile[3])
     assert page.evaluate("window.pwned") is None and errors == []
