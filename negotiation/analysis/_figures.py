@@ -90,13 +90,25 @@ def figure2b(r: Report) -> bytes:
     return _png(figure)
 
 
+def figure3a_points(r: Report, size: str) -> list[tuple[int, str]]:
+    """``(combined step, arm)`` of the shared-LR arms Figure 3a plots for ``size``: the last read of
+    each run (the paper's intermediate point is where the continuation branches: 64 at 2.3B and
+    12B, 56 at 4.5B and 31B, so an earlier read of the same run such as 31B's step 40 is left out)."""
+    last: dict[str, tuple[int, str]] = {}
+    for name in r.trained(size):
+        if r.arms[name].lr_multiple == 1:
+            point = (int(r.step(name)), name)
+            last[r.arms[name].run] = max(last.get(r.arms[name].run, point), point)
+    return sorted(last.values())
+
+
 def figure3a(r: Report) -> bytes:
     """Gain over base against combined steps, shared-LR arms, one line per size."""
     figure = Figure(figsize=(7, 4.2))
     axes = figure.add_subplot()
     for size in r.sizes:
         base = r.bases.get(size)
-        arms = sorted((int(r.step(n)), n) for n in r.trained(size) if r.arms[n].lr_multiple == 1)
+        arms = figure3a_points(r, size)
         found = [(step, r.contrasts.get(f"{n} - {base}")) for step, n in arms]
         found = [(step, c) for step, c in found if c is not None]
         if not found:

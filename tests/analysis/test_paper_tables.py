@@ -60,3 +60,11 @@ def test_the_held_out_doubling_rule_is_met_twice_as_the_paper_states():
     note = _doubling_note(r)
     assert note.startswith("Doubling rule (31b, ×2): met 2 times") and "31b_shared_56" not in note
     assert "31b_shared_104 +0.008 [-0.019, +0.037]" in note and "31b_lr3x_56 +0.006 [-0.030, +0.040]" in note
+
+
+def test_figure_3a_positions_are_the_paper_s():
+    from negotiation.analysis._figures import figure3a_points
+
+    r = _report()
+    assert {size: [step for step, _ in figure3a_points(r, size)] for size in ("e2b", "e4b", "12b", "31b")} == {
+        "e2b": [64, 104], "e4b": [56, 104], "12b": [64, 104], "31b": [56, 104]}
