@@ -27,6 +27,7 @@ from negotiation.analysis._efficiency import ScenarioSolution, deal_efficiency, 
 from negotiation.analysis._guards import GuardResult, PostHocThresholds, run_guards, style_dagger
 from negotiation.analysis._metrics import MetricContext, context_from_protocol, metrics_table
 from negotiation.analysis._pairing import add_late_close
+from negotiation.protocol import resolve_read_step
 
 MC_Z = 1.96
 """Normal quantile of the Monte Carlo band reported beside each endpoint (a 95% band)."""
@@ -77,6 +78,13 @@ def default_contrasts(protocol, arms: Mapping[str, Any], present: Sequence[str],
             if a.size == b.size and a.lr_multiple > b.lr_multiple:
                 specs.append(_spec(f"{name} - {other}", {name: 1.0, other: -1.0}))
         specs += [_spec(f"{name} - {ref}", {name: 1.0, ref: -1.0}) for ref in references]
+    # Two reads of one run (the paper's 4.5B 3x arm at 56 and 64; 31B's initial run at 40 and 56):
+    # the later read minus the earlier one, the within-run stability figure of §5.
+    for name in trained:
+        for other in trained:
+            a, b = arms[name], arms[other]
+            if name != other and a.run == b.run and resolve_read_step(protocol, a) > resolve_read_step(protocol, b):
+                specs.append(_spec(f"{name} - {other}", {name: 1.0, other: -1.0}))
     family = [(c.arm, c.reference) for c in protocol.statistics.primary_family if {c.arm, c.reference} <= have]
     for (a1, b1), (a2, b2) in zip(family, family[1:]):
         specs.append(_spec(f"({a2} - {b2}) - ({a1} - {b1})", {a2: 1.0, b2: -1.0, a1: -1.0, b1: 1.0}))

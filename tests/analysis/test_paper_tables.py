@@ -68,3 +68,14 @@ def test_figure_3a_positions_are_the_paper_s():
     r = _report()
     assert {size: [step for step, _ in figure3a_points(r, size)] for size in ("e2b", "e4b", "12b", "31b")} == {
         "e2b": [64, 104], "e4b": [56, 104], "12b": [64, 104], "31b": [56, 104]}
+
+
+def test_two_reads_of_one_run_are_contrasted_later_minus_earlier():
+    from negotiation.analysis._analysis import default_contrasts
+    from negotiation.analysis._metrics import context_from_protocol
+
+    study, registry = load_study("paper"), load_registry("paper")
+    arms = {**study.arms, **registry.added}
+    names = {s.name for s in default_contrasts(study.protocol, arms, list(arms), context_from_protocol(study.protocol))}
+    assert {"e4b_lr3x_64 - e4b_lr3x_56", "31b_shared_56 - 31b_shared_40"} <= names  # §5 within-run stability
+    assert "e4b_lr3x_56 - e4b_lr3x_64" not in names
