@@ -17,7 +17,8 @@ import importlib
 import os
 import sys
 import traceback
-from typing import Any
+from pathlib import Path
+from typing import Any, Optional
 
 import click
 import typer
@@ -146,6 +147,35 @@ def run(args: list[str] | None = None) -> int:
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the boundary: one line, a status
         return _report(exc)
     return result if isinstance(result, int) else 0
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from negotiation import __version__
+
+        typer.echo(f"nego {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                 help="Print the version and exit."),
+    root: Optional[Path] = typer.Option(
+        None, "--root", file_okay=False,
+        help="Repository root holding protocol/ and registry/ (default: $NEGO_ROOT, else found from the "
+             "working directory upwards)."),
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="More log output (-vv: debug)."),
+    quiet: int = typer.Option(0, "--quiet", "-q", count=True, help="Only errors in the log output."),
+) -> None:
+    """Negotiation RL study registry: domains, scenarios, scoring, parsing and episodes."""
+    from negotiation._logging import configure_logging
+    from negotiation._root import ROOT_ENV, find_root
+
+    configure_logging(verbose - quiet)
+    if root is not None:
+        os.environ[ROOT_ENV] = str(root.resolve())  # subprocesses (stages, servers) inherit it
+        find_root()  # a folder without protocol/ and registry/ is refused here, by name
 
 
 def main() -> None:

@@ -11,7 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from negotiation.env import EnvConfig, REPO_ROOT
+from negotiation._root import find_root
+from negotiation.env import EnvConfig
 
 __all__ = ["PHASES", "Phase", "dirichlet_alpha_for", "env_config_for", "environment_of"]
 
@@ -29,14 +30,14 @@ def _environment(study: str, root: Path):
 
 def environment_of(study: str, root: Path | None = None):
     """The validated ``environment`` section of ``protocol/<study>/protocol.yaml``."""
-    return _environment(study, Path(root or REPO_ROOT).resolve())
+    return _environment(study, Path(root or find_root()).resolve())
 
 
 def env_config_for(study: str, phase: Phase, root: Path | None = None) -> EnvConfig:
     """The engine configuration of ``study`` in ``phase`` (``evaluation`` or ``training``)."""
     from negotiation.protocol import env_config, load_study
 
-    return env_config(load_study(study, Path(root or REPO_ROOT).resolve()).protocol, phase)
+    return env_config(load_study(study, Path(root or find_root()).resolve()).protocol, phase)
 
 
 def dirichlet_alpha_for(study: str, root: Path | None = None) -> float:

@@ -14,11 +14,24 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from negotiation._root import find_root
 from negotiation.errors import ConfigError, format_validation_error
 from negotiation.names import check_name
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DOMAINS_DIR = REPO_ROOT / "protocol" / "domains"
+
+
+def default_domains_dir() -> Path:
+    """``protocol/domains`` of the repository root (found from the working directory)."""
+    return find_root() / "protocol" / "domains"
+
+
+def __getattr__(name: str) -> Path:
+    # REPO_ROOT and DOMAINS_DIR are resolved on each use (the root follows the working directory).
+    if name == "REPO_ROOT":
+        return find_root()
+    if name == "DOMAINS_DIR":
+        return default_domains_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 Role = Literal["seller", "buyer"]
 ROLES: tuple[Role, Role] = ("seller", "buyer")
@@ -175,7 +188,7 @@ def load_domain_file(path: Path) -> Domain:
 def load_domain(name: str, domains_dir: Path | None = None) -> Domain:
     """Load the domain ``name`` from ``protocol/domains/<name>.yaml``."""
     check_name("domain", name)
-    folder = Path(domains_dir) if domains_dir else DOMAINS_DIR
+    folder = Path(domains_dir) if domains_dir else default_domains_dir()
     path = folder / f"{name}.yaml"
     if not path.exists():
         known = sorted(p.stem for p in folder.glob("*.yaml"))
@@ -185,5 +198,5 @@ def load_domain(name: str, domains_dir: Path | None = None) -> Domain:
 
 def load_domains(domains_dir: Path | None = None) -> dict[str, Domain]:
     """All domains of the folder, keyed and sorted by name."""
-    folder = Path(domains_dir) if domains_dir else DOMAINS_DIR
+    folder = Path(domains_dir) if domains_dir else default_domains_dir()
     return {p.stem: load_domain_file(p) for p in sorted(folder.glob("*.yaml"))}

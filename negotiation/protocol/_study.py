@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from negotiation.env import REPO_ROOT
+from negotiation._root import find_root
 from negotiation.errors import ConfigError
 from negotiation.names import check_name
 from negotiation.protocol._files import display_path, load_yaml_model
@@ -21,8 +21,9 @@ LOCK_FILE = "lock.yaml"
 
 
 def default_root() -> Path:
-    """The repository root: the folder holding ``protocol/`` and ``registry/``."""
-    return REPO_ROOT
+    """The repository root: ``$NEGO_ROOT``, else the working directory or its nearest parent
+    holding ``protocol/`` and ``registry/`` (``negotiation._root``)."""
+    return find_root()
 
 
 def study_dir(study: str, root: Path | None = None) -> Path:

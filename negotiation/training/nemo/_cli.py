@@ -12,8 +12,7 @@ from typing import Any, Optional
 
 import typer
 
-from negotiation.env import REPO_ROOT
-from negotiation.protocol import load_study, protocol_hash
+from negotiation.protocol import default_root, load_study, protocol_hash
 from negotiation.training.nemo._backend import import_backend
 from negotiation.errors import ConfigError
 from negotiation.training.nemo._config import (
@@ -28,7 +27,7 @@ __all__ = ["default_runs_dir", "load_hf_tokenizer", "train_config"]
 
 def default_runs_dir(study: str, root: Path | None = None) -> Path:
     """``<root>/outputs/<study>/train``: one folder per training run."""
-    return Path(root or REPO_ROOT) / "outputs" / study / "train"
+    return Path(root or default_root()) / "outputs" / study / "train"
 
 
 def load_hf_tokenizer(name: str) -> Any:
