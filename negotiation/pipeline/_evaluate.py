@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from negotiation.errors import NegotiationError
-from negotiation.evaluation import (AgentPool, GateRule, ResultsStore, RunOptions, agent_factory, build_cell,
+from negotiation.evaluation import (AgentPool, CellProgress, GateRule, ResultsStore, RunOptions, agent_factory, build_cell,
                                     cell_fingerprint, evaluate_cell, run_pilot)
 from negotiation.evaluation._records import pilot_record, write_redacted
 from negotiation.agents import configure_rate_limits, parse_spec, rate_limits_from_params
 from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.evaluation._setup import arm_sampling_role, env_config
 from negotiation.pipeline._plan import all_arms
+from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._stage import PARAMS_FILE, runtime_knob
 from negotiation.protocol import Study, load_study, protocol_hash
 from negotiation.registry import PilotRecord, ResultsLayout, effective_protocol, load_registry
@@ -142,9 +143,14 @@ def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurre
     options = RunOptions(concurrency=concurrency, retry_errors=retry_errors, pilot=False,
                          deviation=override_ids[0] if override_ids else None)
     out = layout.dir / "evaluate" / arm
-    result = asyncio.run(evaluate_cell(cell, out, study.protocol, protocol_hash=protocol_hash(study_name),
-                                       options=options, seller_sha256=_seller_sha256(layout, arm),
-                                       **_agent_settings(study, arm, seller)))
+    with StageProgress(f"evaluate@{arm}", unit="episodes") as progress:
+        def on_progress(phase: str, p: CellProgress) -> None:
+            progress.update(p.done, p.total, f"resumed {p.skipped}, errors {p.errors}, retries {p.retries}, "
+                                             f"${p.cost:.4f}")
+
+        result = asyncio.run(evaluate_cell(cell, out, study.protocol, protocol_hash=protocol_hash(study_name),
+                                           options=options, seller_sha256=_seller_sha256(layout, arm),
+                                           on_progress=on_progress, **_agent_settings(study, arm, seller)))
     metrics = arm_metrics(study.protocol, result.episodes)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return metrics

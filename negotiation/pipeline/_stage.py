@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any, Callable
 
 import yaml
 
+from negotiation._logging import configure_logging
 from negotiation.errors import ConfigError, NegotiationError
 from negotiation.tracking import DEFAULT_TRACKING_URI
 
@@ -62,6 +64,7 @@ def parser(description: str, *names: str) -> argparse.ArgumentParser:
 def stage_main(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], Any]) -> None:
     """Parse, run, print the result as JSON; a user-fixable error is one line and exit 1."""
     args = p.parse_args()
+    configure_logging(default=logging.INFO)  # progress lines of long stages (NEGO_LOG_LEVEL overrides)
     os.environ.setdefault("MLFLOW_TRACKING_URI", tracking_uri_from_params())
     try:
         result = run(args)

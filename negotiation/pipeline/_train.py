@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from negotiation.errors import ConfigError, NegotiationError
+from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._plan import all_arms, build_plan
 from negotiation.pipeline._stage import PARAMS_FILE, runtime_knob
 from negotiation.protocol import Study, fill_seller, load_study, protocol_hash
@@ -103,7 +104,12 @@ def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -
 
     parent = branch_checkpoint(study.root / info["start"], branch) if info["parent"] else None
     cfg = train_config_for(study, run, parent=parent, steps=info["steps"], protocol_hash=protocol_hash(study_name))
-    summary = train_arm(cfg, training_env(study.protocol), out_dir, track=track)
+    with StageProgress(f"train@{run}", unit="steps") as progress:
+        def on_step(step: int, total: int, metrics: dict[str, float]) -> None:
+            progress.update(step, total, f"reward {metrics['train/reward']:.3f}, "
+                                         f"KL {metrics['train/kl_penalty']:.4f}")
+
+        summary = train_arm(cfg, training_env(study.protocol), out_dir, track=track, on_step=on_step)
     return summary.model_dump(mode="json") if hasattr(summary, "model_dump") else dict(vars(summary))
 
 

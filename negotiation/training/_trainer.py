@@ -24,7 +24,7 @@ import copy
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -192,7 +192,7 @@ def _write_curves(st: _State, run_dir: Path) -> None:
 
 
 def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: bool = True,
-              threads: int = 1) -> TrainSummary:
+              threads: int = 1, on_step: Callable[[int, int, dict[str, float]], None] | None = None) -> TrainSummary:
     """Train one arm; write ``run_dir`` (``step_N/`` folders, ``curves.csv``, ``validation.csv``).
 
     Args:
@@ -202,6 +202,7 @@ def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: b
         track: log the run to MLflow (``MLFLOW_TRACKING_URI``, default ``sqlite:///mlflow.db``).
         threads: torch CPU threads while training (restored after); 1 is fastest for these
             small networks and keeps results identical across runs.
+        on_step: ``(own step done, own steps, metrics)`` after each optimizer step (progress).
     """
     t0, cpu0 = time.perf_counter(), time.process_time()
     run_dir, old_threads = Path(run_dir), torch.get_num_threads()
@@ -212,7 +213,7 @@ def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: b
         parent_run = read_training_info(cfg.arm.parent).mlflow_run_id if cfg.arm.parent else None
         tracker = _tracker(cfg, env, track, parent_run)
         try:
-            _loop(st, cfg, env, run_dir, tracker)
+            _loop(st, cfg, env, run_dir, tracker, on_step)
         except BaseException:
             tracker.finish("FAILED")
             raise
@@ -227,8 +228,8 @@ def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: b
                         time.process_time() - cpu0, tracker.run_id)
 
 
-def _loop(st: _State, cfg: TrainConfig, env: EnvConfig, run_dir: Path,
-          tracker: NullTracker) -> None:
+def _loop(st: _State, cfg: TrainConfig, env: EnvConfig, run_dir: Path, tracker: NullTracker,
+          on_step: Callable[[int, int, dict[str, float]], None] | None = None) -> None:
     """Own steps 0..N; metrics go to MLflow at combined steps so a continuation's curves extend
     its parent's."""
     recipe, arm = cfg.recipe, cfg.arm
@@ -256,3 +257,5 @@ def _loop(st: _State, cfg: TrainConfig, env: EnvConfig, run_dir: Path,
         metrics = {**_episode_stats(ro), **_grpo_update(st, ro, adv, cfg, lr)}
         st.curves.append({"step": step + 1, "combined_step": combined + 1, **metrics})
         tracker.log_step(combined + 1, metrics)
+        if on_step is not None:
+            on_step(step + 1, arm.steps, metrics)

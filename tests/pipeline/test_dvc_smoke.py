@@ -18,6 +18,7 @@ def test_one_reference_arm_reproduces_and_then_is_a_no_op(tmp_path):
     _checkout_copy(tmp_path)
     first = _dvc(["repro", "evaluate@ref_boulware"], tmp_path)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "evaluate@ref_boulware: 144/144 episodes" in first.stdout + first.stderr  # progress, not silence
     out = tmp_path / "outputs/demo"
     seller = json.loads((out / "select/ref_boulware/seller.json").read_text())
     assert seller["seller"].startswith("scripted:")
