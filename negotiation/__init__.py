@@ -10,6 +10,11 @@ import os as _os
 # project must work with no network beyond package registries, so this is set for every
 # entry point (CLI, DVC stages, tests) before anything can import litellm.
 _os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Telemetry is off unless the user turns it on (as DVC's is, in .dvc/config): MLflow's usage
+# telemetry and great-expectations' analytics would otherwise phone home from every stage.
+# Set MLFLOW_DISABLE_TELEMETRY=false or GX_ANALYTICS_ENABLED=true in the environment to opt in.
+_os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+_os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 
 __version__ = "0.1.0"
 __all__ = ["__version__"]

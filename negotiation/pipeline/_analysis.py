@@ -18,7 +18,7 @@ from negotiation.analysis._analysis import settings_from_protocol, write_analysi
 from negotiation.analysis._results import load_context, load_tables, require_validated, validate_results, viewer_results
 from negotiation.protocol import protocol_hash
 from negotiation.registry import run_audit
-from negotiation.tracking import MlflowTracker, git_commit
+from negotiation.tracking import MlflowTracker, experiment_name, git_commit
 
 
 def run_validate(study: str, results_dir: Path) -> dict[str, Any]:
@@ -70,7 +70,7 @@ def run_report(study: str, results_dir: Path, out_dir: Path, *, seed: int, resam
 def _log_analysis_run(study: str, results_dir: Path, report_dir: Path) -> None:
     tags = {"study": study, "phase": "analysis", "dvc_stage": "report", "git_commit": git_commit(),
             "protocol_hash": protocol_hash(study)}
-    tracker = MlflowTracker(study, "analysis", {}, tags)
+    tracker = MlflowTracker(experiment_name(study), "analysis", {}, tags)
     summary = results_dir / "analyze" / "summary.json"
     if summary.exists():
         values = json.loads(summary.read_text(encoding="utf-8"))

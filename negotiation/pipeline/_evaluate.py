@@ -28,7 +28,7 @@ from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._stage import PARAMS_FILE, runtime_knob
 from negotiation.protocol import Study, load_study, protocol_hash
 from negotiation.registry import PilotRecord, ResultsLayout, effective_protocol, load_registry
-from negotiation.tracking import MlflowTracker, flatten, git_commit
+from negotiation.tracking import SELLER_ARTIFACTS, MlflowTracker, experiment_name, flatten, git_commit, log_dataset_input
 
 
 class GateClosedError(NegotiationError):
@@ -180,11 +180,18 @@ def log_evaluation_run(study_name: str, arm: str, seller: str, out: Path, metric
     tags = {"study": study_name, "arm": arm, "phase": "evaluation", "dvc_stage": f"evaluate@{arm}",
             "git_commit": git_commit(), "protocol_hash": protocol_hash(study_name), "seller": seller,
             "deviations": ",".join(map(str, deviations)) or "none", "tables_sha256": tables_sha256}
-    tracker = MlflowTracker(study_name, f"evaluate/{arm}", flatten({"seller": seller}), tags)
+    tracker = MlflowTracker(experiment_name(study_name), f"evaluate/{arm}", flatten({"seller": seller}), tags)
     tracker.log_step(0, {f"eval/{k}": float(v) for k, v in metrics.items() if isinstance(v, (int, float))})
     for path in (out / "episodes.parquet", out / "turns.parquet", out / "sampling.json", out / "metrics.json",
                  layout.pilot(arm)):
         if path.exists():
             tracker.log_artifact(path)
+    for path in (layout.seller(arm), layout.selection(arm)):  # what the arm's registered model version points at
+        if path.exists():
+            tracker.log_artifact(path, SELLER_ARTIFACTS)
+    scenarios = layout.dir / "scenarios" / "evaluation.parquet"
+    if scenarios.exists():
+        log_dataset_input(tracker.client, tracker.run_id, scenarios, name=f"{study_name}-evaluation-scenarios",
+                          context="evaluation")
     tracker.finish()
     return tracker.run_id

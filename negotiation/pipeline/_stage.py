@@ -14,13 +14,14 @@ import yaml
 
 from negotiation._logging import configure_logging
 from negotiation.errors import ConfigError, NegotiationError
-from negotiation.tracking import DEFAULT_TRACKING_URI
+from negotiation.tracking import DEFAULT_EXPERIMENT_PREFIX, DEFAULT_TRACKING_URI, EXPERIMENT_PREFIX_ENV
 
 PARAMS_FILE = Path("params.yaml")
 
 
 RUNTIME_KNOBS = {"evaluate.concurrency": "NEGO_EVAL_CONCURRENCY", "tracking.uri": "MLFLOW_TRACKING_URI",
-                 "training.micro_batch_tokens": "NEGO_TRAIN_MICRO_BATCH_TOKENS"}
+                 "training.micro_batch_tokens": "NEGO_TRAIN_MICRO_BATCH_TOKENS",
+                 "tracking.experiment_prefix": "NEGO_EXPERIMENT_PREFIX"}
 """Run-time knobs: ``params.yaml`` key -> environment variable that overrides it. They change how
 a stage runs, never what it produces, so they are read when the stage runs and are NOT DVC stage
 params (``dvc exp run -S evaluate.concurrency=32`` or moving the MLflow store reruns nothing)."""
@@ -66,6 +67,7 @@ def stage_main(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], A
     args = p.parse_args()
     configure_logging(default=logging.INFO)  # progress lines of long stages (NEGO_LOG_LEVEL overrides)
     os.environ.setdefault("MLFLOW_TRACKING_URI", tracking_uri_from_params())
+    os.environ.setdefault(EXPERIMENT_PREFIX_ENV, runtime_knob("tracking.experiment_prefix", DEFAULT_EXPERIMENT_PREFIX))
     try:
         result = run(args)
     except NegotiationError as exc:

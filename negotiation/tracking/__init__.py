@@ -1,18 +1,27 @@
 """MLflow tracking shared by training, evaluation and analysis runs (one experiment per study)."""
 
 from negotiation.tracking._mlflow import (
+    DEFAULT_EXPERIMENT_PREFIX,
     DEFAULT_TRACKING_URI,
+    EXPERIMENT_PREFIX_ENV,
     MlflowTracker,
     NullTracker,
     experiment_id,
+    experiment_name,
     flatten,
+    frozen_requirements,
     git_commit,
     retrying,
+    source_tags,
     store_lock,
     tracking_uri,
 )
 
+from negotiation.tracking._registry import SELLER_ARTIFACTS, log_dataset_input, register_seller, registered_model_name
+
 __all__ = [
-    "DEFAULT_TRACKING_URI", "MlflowTracker", "NullTracker", "experiment_id", "flatten", "git_commit",
-    "retrying", "store_lock", "tracking_uri",
+    "DEFAULT_EXPERIMENT_PREFIX", "SELLER_ARTIFACTS", "DEFAULT_TRACKING_URI", "EXPERIMENT_PREFIX_ENV", "MlflowTracker", "NullTracker",
+    "experiment_id", "experiment_name", "flatten", "frozen_requirements", "git_commit", "log_dataset_input", "register_seller",
+    "registered_model_name", "retrying", "source_tags",
+    "store_lock", "tracking_uri",
 ]

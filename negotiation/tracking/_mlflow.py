@@ -1,6 +1,7 @@
 """MLflow runs of the study: training curves, evaluation and analysis runs, logged cheaply.
 
-One experiment per study (named after the study). Params and tags go in at creation, per-step
+One experiment per study, named ``<prefix>/<study>`` (``experiment_name``). Runs carry MLflow's
+own source tags and the interpreter's ``pip freeze``. Params and tags go in at creation, per-step
 metrics are buffered and written with ``MlflowClient.log_batch`` (one database transaction per
 batch instead of one per value). The tracking URI comes from ``MLFLOW_TRACKING_URI``, default
 ``sqlite:///mlflow.db``; mlflow is imported only when a run is started.
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, TypeVar
@@ -24,12 +27,43 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 T = TypeVar("T")
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+DEFAULT_EXPERIMENT_PREFIX = "negotiation"
+EXPERIMENT_PREFIX_ENV = "NEGO_EXPERIMENT_PREFIX"
 _MAX_BATCH = 900  # log_batch accepts at most 1000 metrics per call
 
 
 def tracking_uri() -> str:
     """The tracking URI of the environment, else the embedded SQLite store."""
     return os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+
+
+def experiment_name(study: str) -> str:
+    """``<prefix>/<study>``: the prefix (``$NEGO_EXPERIMENT_PREFIX``, set by the stages from
+    ``params.yaml`` ``tracking.experiment_prefix``; default ``negotiation``) keeps two projects'
+    ``demo`` studies apart on a shared server."""
+    prefix = os.environ.get(EXPERIMENT_PREFIX_ENV, "").strip().strip("/") or DEFAULT_EXPERIMENT_PREFIX
+    return f"{prefix}/{study}"
+
+
+def source_tags() -> dict[str, str]:
+    """MLflow's own source tags (the UI's "Source" and "Version" columns): entry script and commit."""
+    script = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    if sys.argv and sys.argv[0]:
+        try:
+            script = Path(sys.argv[0]).resolve().relative_to(Path.cwd().resolve()).as_posix()
+        except ValueError:
+            pass
+    return {"mlflow.source.name": script, "mlflow.source.type": "LOCAL",
+            "mlflow.source.git.commit": git_commit()}
+
+
+@functools.lru_cache(maxsize=1)
+def frozen_requirements() -> str:
+    """``pip freeze`` of this interpreter (name==version of every installed distribution)."""
+    from importlib import metadata
+
+    pins = {f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]}
+    return "\n".join(sorted(pins, key=str.lower)) + "\n"
 
 
 def git_commit(repo: Path | None = None) -> str:
@@ -134,9 +168,11 @@ class MlflowTracker(NullTracker):
         with store_lock(uri):  # the client creates and migrates the store's tables
             self.client = MlflowClient(tracking_uri=uri)
         exp_id = experiment_id(self.client, experiment)
-        run = retrying(lambda: self.client.create_run(exp_id, run_name=run_name,
-                                                      tags={k: str(v) for k, v in tags.items()}))
+        all_tags = {**source_tags(), **{k: str(v) for k, v in tags.items()}}
+        run = retrying(lambda: self.client.create_run(exp_id, run_name=run_name, tags=all_tags))
         self.run_id = run.info.run_id
+        # What was installed, so a run can be re-created (the lock file pins the same for `make`).
+        retrying(lambda: self.client.log_text(self.run_id, frozen_requirements(), "environment/pip-freeze.txt"))
         self._buffer: list[Any] = []
         params_list = [Param(k, v[:6000]) for k, v in params.items()]
         for i in range(0, len(params_list), 100):

@@ -45,7 +45,7 @@ from negotiation.training._config import TrainConfig
 from negotiation.training._data import ScenarioMaker, TrainItem, training_items, validation_items
 from negotiation.training._grpo import clipped_surrogate, k3_kl, loo_advantages, lr_at, masked_mean
 from negotiation.training._rollout import Rollouts, play
-from negotiation.tracking import MlflowTracker, NullTracker, flatten, git_commit
+from negotiation.tracking import MlflowTracker, NullTracker, experiment_name, flatten, git_commit
 
 CURVES_FILE, VALIDATION_FILE = "curves.csv", "validation.csv"
 
@@ -180,7 +180,7 @@ def _tracker(cfg: TrainConfig, env: EnvConfig, track: bool, parent_run: str | No
     tags = {"study": arm.study, "arm": arm.arm, "size": arm.width, "lr_multiple": arm.lr_multiple,
             "parent_run": parent_run or "", "parent_arm": arm.parent_arm or "",
             "protocol_hash": cfg.protocol_hash, "git_commit": git_commit(), "phase": "training"}
-    return MlflowTracker(arm.study, arm.arm, params, tags)
+    return MlflowTracker(experiment_name(arm.study), arm.arm, params, tags)
 
 
 def _write_curves(st: _State, run_dir: Path) -> None:

@@ -19,7 +19,7 @@ def _arm(layout: ResultsLayout, arm: str, s_values: list[float]) -> None:
     pd.DataFrame({"arm": arm, "S": s_values}).to_parquet(out / "episodes.parquet", index=False)
     (out / "metrics.json").write_text(json.dumps({"S": sum(s_values) / len(s_values), "episodes": len(s_values)}))
     layout.seller(arm).parent.mkdir(parents=True)
-    layout.seller(arm).write_text(json.dumps({"seller": "scripted:boulware"}))
+    layout.seller(arm).write_text(json.dumps({"seller": "scripted:boulware", "weights_sha256": None}))
 
 
 def test_each_table_is_logged_once_and_a_changed_table_again(tmp_path, monkeypatch):
@@ -37,6 +37,34 @@ def test_each_table_is_logged_once_and_a_changed_table_again(tmp_path, monkeypat
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient()
-    runs = client.search_runs([client.get_experiment_by_name("demo").experiment_id])
+    runs = client.search_runs([client.get_experiment_by_name("negotiation/demo").experiment_id])
     assert len(runs) == 2 and {r.data.tags["dvc_stage"] for r in runs} == {"evaluate@ref_boulware"}
     assert {r.data.metrics["eval/S"] for r in runs} == {0.6}  # metrics.json was not rewritten here
+
+
+def test_each_arm_is_a_registered_model_with_its_seller_and_scenarios_as_input(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("NEGO_EXPERIMENT_PREFIX", "lab-a")
+    layout = ResultsLayout(tmp_path / "outputs/demo")
+    _arm(layout, "ref_boulware", [0.5, 0.7])
+    (layout.dir / "scenarios").mkdir(parents=True)
+    pd.DataFrame({"domain": ["used_car"], "seed": [5_000_000]}).to_parquet(layout.dir / "scenarios/evaluation.parquet")
+    logged = run_track("demo", layout.dir)["evaluation_runs"]["ref_boulware"]
+    assert logged["registered_model"] == "lab-a.demo.ref_boulware" and logged["model_version"] == "1"
+    pd.DataFrame({"arm": "ref_boulware", "S": [0.1, 0.2]}).to_parquet(
+        layout.dir / "evaluate/ref_boulware/episodes.parquet", index=False)
+    assert run_track("demo", layout.dir)["evaluation_runs"]["ref_boulware"]["model_version"] == "1"  # same seller
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient()
+    (version,) = client.search_model_versions("name = 'lab-a.demo.ref_boulware'")
+    assert version.run_id == logged["run_id"] and version.source == f"runs:/{logged['run_id']}/seller"
+    assert version.tags["dvc_path"].endswith("select/ref_boulware/seller.json")
+    assert version.tags["protocol_hash"] and version.tags["checkpoint_sha256"].startswith("none")
+    assert "seller/seller.json" in [a.path for a in client.list_artifacts(logged["run_id"], "seller")]
+    run = client.get_run(logged["run_id"])
+    assert client.get_experiment(run.info.experiment_id).name == "lab-a/demo"
+    (dataset,) = run.inputs.dataset_inputs
+    assert dataset.dataset.name == "demo-evaluation-scenarios"
+    assert {t.key: t.value for t in dataset.tags}["mlflow.data.context"] == "evaluation"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from negotiation.training import DEFAULT_TRACKING_URI, read_training_info, tracking_uri, train_arm
@@ -32,7 +34,7 @@ def test_one_run_per_arm_with_curves_and_tags(tmp_path, monkeypatch):
     cont = train_arm(tiny_config(steps=2, arm="w8_cont", parent=tmp_path / "parent" / "step_3",
                                  parent_arm="w8"), ENV, tmp_path / "cont")
     client = MlflowClient(tracking_uri=uri)
-    exp = client.get_experiment_by_name("tiny")
+    exp = client.get_experiment_by_name("negotiation/tiny")
     runs = {r.data.tags["arm"]: r for r in client.search_runs([exp.experiment_id])}
     assert sorted(runs) == ["w8", "w8_cont"]
     run = runs["w8"]
@@ -40,6 +42,11 @@ def test_one_run_per_arm_with_curves_and_tags(tmp_path, monkeypatch):
     tags = run.data.tags
     assert (tags["study"], tags["size"], tags["lr_multiple"], tags["protocol_hash"]) == ("tiny", "8", "1.0", "abc123")
     assert tags["git_commit"] == git_commit() and tags["parent_run"] == ""
+    # MLflow's own source tags (the UI's Source and Version columns) and the interpreter's pip freeze.
+    assert tags["mlflow.source.git.commit"] == git_commit() and tags["mlflow.source.type"] == "LOCAL"
+    assert tags["mlflow.source.name"]
+    freeze = client.download_artifacts(run.info.run_id, "environment/pip-freeze.txt", str(tmp_path))
+    assert any(line.startswith("mlflow==") for line in Path(freeze).read_text().splitlines())
     assert tags["checkpoints"].split() == [str(tmp_path / "parent" / f"step_{s}") for s in (0, 2, 3)]
     params = run.data.params
     assert params["recipe.group_size"] == "3" and params["recipe.kl_coef"] == "0.04"

@@ -22,6 +22,7 @@ import yaml
 
 from negotiation.env import prompt_hash
 from negotiation.errors import ConfigError
+from negotiation.tracking import experiment_name
 from negotiation.protocol import Study
 from negotiation.training.nemo._dataset import validation_count
 from negotiation.training.nemo._plan import RunPaths, RunPlan
@@ -201,7 +202,7 @@ def grpo_config(study: Study, plan: RunPlan, *, settings: NemoEnvSettings, paths
         "logger": {
             "log_dir": str(paths.logs), "mlflow_enabled": True, "wandb_enabled": False,
             "tensorboard_enabled": False, "swanlab_enabled": False,
-            "mlflow": {"experiment_name": study.name, "run_name": plan.run, "tracking_uri": tracking_uri},
+            "mlflow": {"experiment_name": experiment_name(study.name), "run_name": plan.run, "tracking_uri": tracking_uri},
         },
         "cluster": {"gpus_per_node": gpus_per_node or size.train_tensor_parallel, "num_nodes": num_nodes},
         "negotiation": {
