@@ -42,7 +42,7 @@ from negotiation.training.lm._seller import GeneratorFactory, HfSeller, load_sel
 from negotiation.training.nemo import (
     NegotiationStepLogic, NemoEnvSettings, training_scenarios, validation_scenarios,
 )
-from negotiation.tracking import MlflowTracker, NullTracker, flatten, git_commit
+from negotiation.tracking import MlflowTracker, NullTracker, experiment_name, flatten, git_commit
 
 __all__ = ["CURVES_FILE", "TIMING_FILE", "VALIDATION_FILE", "LmTrainSummary", "train_lm_arm"]
 
@@ -165,7 +165,7 @@ def _tracker(cfg: LmTrainConfig, track: bool, parent_run: str | None) -> NullTra
     tags = {"study": arm.study, "arm": arm.arm, "size": arm.size, "lr_multiple": arm.lr_multiple,
             "parent_run": parent_run or "", "parent_arm": arm.parent_arm or "", "backend": "token",
             "protocol_hash": cfg.protocol_hash, "git_commit": git_commit(), "phase": "training"}
-    return MlflowTracker(arm.study, arm.arm, params, tags)
+    return MlflowTracker(experiment_name(arm.study), arm.arm, params, tags)
 
 
 def _write_tables(st: _State, run_dir: Path) -> None:
