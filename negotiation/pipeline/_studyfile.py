@@ -56,6 +56,11 @@ def _add_ladder(graph: dict[str, Any]) -> None:
     graph["stages"] = stages
 
 
+def _undeclare_metrics(stage: dict[str, Any]) -> None:
+    body = stage["do"] if "foreach" in stage else stage
+    body.setdefault("outs", []).extend(body.pop("metrics", []))
+
+
 def derive_study_pipeline(study: str, root: Path) -> str:
     """The text of ``pipelines/<study>/dvc.yaml`` derived from the top-level one."""
     from negotiation.protocol import load_study
@@ -67,8 +72,10 @@ def derive_study_pipeline(study: str, root: Path) -> str:
         _add_ladder(graph)
     for stage in graph["stages"].values():
         _rebase_stage(stage)
-    for plot in graph.get("plots", []):
-        for spec in plot.values():
-            spec["y"] = {f"../../{path}": cols for path, cols in spec["y"].items()}
+        _undeclare_metrics(stage)
+    # DVC collects the metrics and plots of every dvc.yaml in the repository; declaring this study's
+    # (absent until it runs) would make `dvc metrics show` / `dvc plots show` of the demo
+    # report "failed to load". They stay outputs; show them with an explicit path (docs/pipeline.md).
+    graph.pop("plots", None)
     body = yaml.safe_dump(graph, sort_keys=False, default_flow_style=False, width=110)
     return HEADER.format(study=study) + body
