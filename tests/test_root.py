@@ -4,6 +4,7 @@ $NEGO_ROOT overrides, not fixed to the checkout the package was installed from."
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -35,8 +36,14 @@ def domain_names(*args: str) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def no_override(monkeypatch):
-    monkeypatch.delenv(ROOT_ENV, raising=False)
+def no_override():
+    """No $NEGO_ROOT during a test, and none left after it (`nego --root` sets it in this process,
+    so it is managed here rather than by monkeypatch, whose undo would restore the CLI's value)."""
+    saved = os.environ.pop(ROOT_ENV, None)
+    yield
+    os.environ.pop(ROOT_ENV, None)
+    if saved is not None:
+        os.environ[ROOT_ENV] = saved
 
 
 def test_root_is_found_from_the_working_directory_upwards(tmp_path, monkeypatch):
@@ -56,15 +63,15 @@ def test_root_option_and_environment_override_the_working_directory(tmp_path, mo
     clone = other_clone(tmp_path / "clone")
     monkeypatch.chdir(HERE)
     assert "used_car" not in domain_names("--root", str(clone))
-    monkeypatch.setenv(ROOT_ENV, str(clone))
+    os.environ[ROOT_ENV] = str(clone)
     assert find_root() == clone.resolve()
 
 
-def test_a_folder_that_is_no_root_is_refused_by_name(tmp_path, monkeypatch):
-    monkeypatch.setenv(ROOT_ENV, str(tmp_path))
+def test_a_folder_that_is_no_root_is_refused_by_name(tmp_path):
+    os.environ[ROOT_ENV] = str(tmp_path)
     with pytest.raises(ConfigError, match=rf"\${ROOT_ENV}:{tmp_path}: not a repository root"):
         find_root()
-    monkeypatch.delenv(ROOT_ENV)
+    del os.environ[ROOT_ENV]
     result = CliRunner().invoke(app, ["--root", str(tmp_path), "domains"])
     assert result.exit_code == 2 and "not a repository root" in result.stderr
 
