@@ -105,7 +105,7 @@ def test_checkpoints_logger_and_environment(tmp_path):
     assert ckpt["checkpoint_dir"] == str(tmp_path.resolve() / "e2b_shared_init" / "checkpoints")
     mlflow = cfg["logger"]["mlflow"]
     assert cfg["logger"]["mlflow_enabled"] is True
-    assert mlflow == {"experiment_name": "paper", "run_name": "e2b_shared_init", "tracking_uri": "sqlite:////abs/mlflow.db"}
+    assert mlflow == {"experiment_name": "negotiation/paper", "run_name": "e2b_shared_init", "tracking_uri": "sqlite:////abs/mlflow.db"}
     env = cfg["env"]["negotiation"]
     assert (env["no_deal_penalty"], env["g_fmt"], env["g_len"], env["t_soft"], env["max_rounds"]) == (0.3, 0.05, 0.05, 9.0, 12)
     assert env["accept_applies_terms"] is True and env["turn_tags"]["generation_prompt"] == "<|turn>model\n"
