@@ -231,6 +231,7 @@ def _loop(st: _State, cfg: LmTrainConfig, run_dir: Path, tracker: NullTracker) -
         if fresh_start or (step > 0 and (step % t.checkpoint_every == 0 or last)):
             _save(st, cfg, run_dir, step, tracker)
             tracker.flush()
+            _write_tables(st, run_dir)  # a run cut short keeps its curves up to its last checkpoint
         if last:
             break
         lr = lr_at(step, peak=peak, floor=floor, warmup_steps=t.warmup_steps, total_steps=arm.steps)
