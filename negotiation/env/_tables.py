@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterable, Mapping
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from negotiation.env._engine import RECORD_VERSION, Episode
 from negotiation.env._reward import episode_reward
+
+if TYPE_CHECKING:  # pandas costs ~0.2 s to import; `nego play` builds rows without it
+    import pandas as pd
 
 KEY = ["arm", "domain", "seed", "buyer"]
 
@@ -92,6 +93,8 @@ def turn_rows(episode: Episode, extra: Mapping[str, Any]) -> list[dict[str, Any]
 def episodes_to_frames(episodes: Iterable[Episode], extra: Mapping[str, Any] | None = None
                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(episodes_df, turns_df)`` for episodes sharing the same ``extra`` columns."""
+    import pandas as pd
+
     extra = dict(extra or {})
     eps = list(episodes)
     ep_df = pd.DataFrame([episode_row(e, extra) for e in eps])
