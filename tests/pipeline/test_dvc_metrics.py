@@ -7,6 +7,7 @@ take the whole demo); what is under test is the DVC wiring."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 
 import pytest
@@ -24,6 +25,9 @@ def _demo_outputs(copy) -> list[str]:
         (curves / f"{run}.csv").write_text("step,train/reward,train/kl_penalty,train/entropy\n"
                                            "1,0.1,0.01,1.2\n2,0.2,0.02,1.1\n")
     metrics = copy / "metrics/demo"
+    # The copy carries untracked files, so a checkout that already ran `make repro` brings its
+    # real metrics along: replace them with the hand-written ones this test reasons about.
+    shutil.rmtree(metrics, ignore_errors=True)
     metrics.mkdir(parents=True)
     for arm in plan["arms"]:
         (metrics / f"{arm}.json").write_text(json.dumps({"S": 0.5, "episodes": 144, "error_rows": 0}))
