@@ -35,6 +35,8 @@ from negotiation.training._checkpoint import (
     TrainingInfo, read_training_info, relative_to_folder, resolve_from, step_dir, write_checkpoint,
 )
 from negotiation.training._grpo import MAX_GRAD_NORM, loo_advantages, lr_at
+# One summary record for both trainers (the select@ stage and MLflow read the same fields).
+from negotiation.training._trainer import TrainSummary
 from negotiation.training.lm._config import LmTrainConfig
 from negotiation.training.lm._loss import TokenBatch, grpo_token_step
 from negotiation.training.lm._rollout import Generate, TokenEpisodes, play_token_episodes
@@ -44,7 +46,7 @@ from negotiation.training.nemo import (
 )
 from negotiation.tracking import MlflowTracker, NullTracker, experiment_name, flatten, git_commit
 
-__all__ = ["CURVES_FILE", "TIMING_FILE", "VALIDATION_FILE", "LmTrainSummary", "train_lm_arm"]
+__all__ = ["CURVES_FILE", "TIMING_FILE", "VALIDATION_FILE", "train_lm_arm"]
 
 CURVES_FILE, VALIDATION_FILE, TIMING_FILE = "curves.csv", "validation.csv", "timing.csv"
 
@@ -65,25 +67,6 @@ class _State:
     timing: list[dict[str, float]] = field(default_factory=list)
     val_scores: dict[int, float] = field(default_factory=dict)
     checkpoints: dict[int, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class LmTrainSummary:
-    """What ``train_lm_arm`` produced."""
-
-    arm: str
-    run_dir: Path
-    branch_step: int
-    """Combined step the run started from (0 for a fresh run)."""
-    steps: int
-    """Own optimizer steps trained."""
-    checkpoints: dict[int, str]
-    """Own step -> ``step_N`` folder written."""
-    val_scores: dict[int, float]
-    """Own step -> validation mean S."""
-    seconds: float
-    """Wall-clock seconds of the call."""
-    mlflow_run_id: str | None
 
 
 def _start(cfg: LmTrainConfig, run_dir: Path, factory: GeneratorFactory | None) -> _State:
@@ -176,7 +159,7 @@ def _write_tables(st: _State, run_dir: Path) -> None:
 
 
 def train_lm_arm(cfg: LmTrainConfig, run_dir: str | Path, *, track: bool = True,
-                 generator_factory: GeneratorFactory | None = None) -> LmTrainSummary:
+                 generator_factory: GeneratorFactory | None = None) -> TrainSummary:
     """Train one run; write ``run_dir`` (``step_N/`` Hugging Face folders, curves, timing).
 
     Args:
@@ -186,7 +169,7 @@ def train_lm_arm(cfg: LmTrainConfig, run_dir: str | Path, *, track: bool = True,
         generator_factory: builds the batched sampler from the loaded seller; default the
             KV-cache generator of ``negotiation.lm``.
     """
-    t0, run_dir = time.perf_counter(), Path(run_dir)
+    t0, cpu0, run_dir = time.perf_counter(), time.process_time(), Path(run_dir)
     old_threads = torch.get_num_threads()
     torch.set_num_threads(cfg.runtime.threads)
     try:
@@ -204,8 +187,9 @@ def train_lm_arm(cfg: LmTrainConfig, run_dir: str | Path, *, track: bool = True,
     finally:
         torch.set_num_threads(old_threads)
     _write_tables(st, run_dir)
-    return LmTrainSummary(cfg.arm.arm, run_dir, st.branch_step, cfg.arm.steps, dict(st.checkpoints),
-                          dict(st.val_scores), time.perf_counter() - t0, tracker.run_id)
+    return TrainSummary(cfg.arm.arm, run_dir, st.branch_step, cfg.arm.steps, dict(st.checkpoints),
+                        dict(st.val_scores), time.perf_counter() - t0, time.process_time() - cpu0,
+                        tracker.run_id)
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
