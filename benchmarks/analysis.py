@@ -61,7 +61,7 @@ def grid_benchmark(seed: int) -> None:
     from negotiation.analysis._analysis import run_analysis, settings_from_protocol
     from negotiation.analysis._synthetic import synthetic_tables
     from negotiation.analysis._validate import validate_episodes, validation_settings
-    from negotiation.protocol import load_study
+    from negotiation.study import load_study
     from negotiation.registry import load_registry
 
     study = load_study("paper")

@@ -47,7 +47,8 @@ def seller_prompts(tokenizer: Any, n: int, max_tokens: int) -> list[list[int]]:
     """``n`` seller prompts (token ids, at most ``max_tokens`` long) spread over domains and turns."""
     from negotiation.agents import make_agent
     from negotiation.env import Negotiation, load_domains, make_scenario, render_messages
-    from negotiation.protocol import env_config, load_study
+    from negotiation.protocol import env_config
+    from negotiation.study import load_study
 
     env = env_config(load_study("demo").protocol, "evaluation")
     agents = {"seller": make_agent("scripted:boulware", "seller"), "buyer": make_agent("scripted:titfortat", "buyer")}
@@ -171,7 +172,7 @@ def size_models(args: argparse.Namespace, workdir: Path) -> list[tuple[str, Path
     found = [(Path(c).name, Path(c)) for c in args.checkpoint]
     if args.sizes:
         from negotiation.lm import build_model, lm_size, load_tokenizer, save_checkpoint, write_tokenizer
-        from negotiation.protocol import load_study
+        from negotiation.study import load_study
 
         protocol = load_study(args.study).protocol
         write_tokenizer(protocol, workdir / "tokenizer")

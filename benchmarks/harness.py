@@ -34,7 +34,7 @@ from negotiation.agents._llm_vllm import free_port  # noqa: E402
 from negotiation.evaluation import CellSpec, ResultsStore, env_config, run_cell  # noqa: E402
 from negotiation.evaluation._setup import agent_factory  # noqa: E402
 from negotiation.agents._llm_retry import RetryPolicy  # noqa: E402
-from negotiation.protocol import load_study  # noqa: E402
+from negotiation.study import load_study
 
 
 def start_server(port: int, latency: float) -> subprocess.Popen:

@@ -88,7 +88,7 @@ def main() -> None:
     import torch
 
     from negotiation.lm import write_base, write_tokenizer
-    from negotiation.protocol import load_study
+    from negotiation.study import load_study
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = True

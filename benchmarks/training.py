@@ -34,9 +34,19 @@ import torch
 
 from negotiation.agents import Policy, PolicyAgent, PolicyArch, make_agent
 from negotiation.env import EnvConfig, load_domain, make_scenario, run_episode
-from negotiation.protocol import load_study
-from negotiation.training import CURVES_FILE, ScenarioMaker, loo_advantages, play, train_arm, training_items
-from negotiation.training import final_checkpoint, train_config_for, training_env, training_runs
+from negotiation.study import load_study
+from negotiation.training import (
+    CURVES_FILE,
+    ScenarioMaker,
+    final_checkpoint,
+    loo_advantages,
+    play,
+    train_arm,
+    train_config_for,
+    training_env,
+    training_items,
+    training_runs,
+)
 from negotiation.training._trainer import _grpo_update, _start
 
 SWEEP_GRID = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)

@@ -67,7 +67,7 @@ def _train(study, arms, results: Path, steps_cap: int | None, budget: float | No
     import pandas as pd
     import torch
 
-    from negotiation.protocol import protocol_hash
+    from negotiation.study import protocol_hash
     from negotiation.training import final_checkpoint
     from negotiation.training.lm import LmRuntime, lm_train_config_for, train_lm_arm
 
@@ -117,7 +117,7 @@ def _throughput(timing, seconds: float, steps: int) -> dict:
 
 def _evaluate(study, arms, results: Path, budget: float | None, device: str) -> dict:
     from negotiation.evaluation import RunOptions, build_cell, evaluate_cell
-    from negotiation.protocol import protocol_hash
+    from negotiation.study import protocol_hash
     from negotiation.registry import select_checkpoint
 
     scores = {}
@@ -154,7 +154,7 @@ def _evaluate(study, arms, results: Path, budget: float | None, device: str) -> 
 def run(args) -> None:
     import torch
 
-    from negotiation.protocol import load_study
+    from negotiation.study import load_study
 
     torch.backends.cuda.matmul.allow_tf32 = True
     study = load_study("lm")

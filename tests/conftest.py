@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from negotiation.protocol import default_root
+from negotiation.study import default_root
 
 REPO = default_root()
 
@@ -35,7 +35,7 @@ def edit():
 def tiny_lm_protocol():
     """The lm study's protocol with a corpus cut to one persona and one seed per domain, so a
     tokenizer trains in about a second (the shapes and the template are the study's own)."""
-    from negotiation.protocol import load_study
+    from negotiation.study import load_study
 
     protocol = load_study("lm").protocol
     corpus = protocol.warm_start.corpus.model_copy(update={

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from negotiation.cli import app
 from negotiation.errors import ConfigError
-from negotiation.protocol import default_root
+from negotiation.study import default_root
 from negotiation._root import ROOT_ENV, find_root
 
 HERE = Path(__file__).resolve().parents[1]

@@ -42,8 +42,7 @@ from negotiation.agents._llm_sampling import (
 from negotiation.agents._llm_secrets import forbid_inline_secrets, register_secret_env
 from negotiation.agents._llm_transport import CallFailure, HttpTransport, LitellmTransport
 from negotiation.agents._spec import AgentSpec
-from negotiation.env import Reply, Role, View
-from negotiation.env import PROMPT_TEMPLATES, render_messages
+from negotiation.env import PROMPT_TEMPLATES, Reply, Role, View, render_messages
 from negotiation.env._prompts import PromptVariant
 from negotiation.errors import ConfigError
 
@@ -99,7 +98,7 @@ def settings_from_protocol(protocol: Any, sampling_role: SamplingRole, **overrid
 
 
 def settings_from_study(study: str, sampling_role: SamplingRole) -> LLMSettings:
-    from negotiation.protocol import load_study  # lazy: agents must not need the protocol package
+    from negotiation.study import load_study
 
     return settings_from_protocol(load_study(study).protocol, sampling_role)
 

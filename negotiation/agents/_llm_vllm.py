@@ -257,7 +257,7 @@ def resolve_serve(spec: AgentSpec, serve: ServeSettings | None) -> ServeSettings
     if serve is None:
         size = spec.option("size", None)
         if size is not None:
-            from negotiation.protocol import load_study
+            from negotiation.study import load_study
 
             serve = ServeSettings.from_protocol(load_study(spec.option("study", "paper")).protocol, size)
     overrides = {k: spec.option(o, None, c, **bounds) for k, o, c, bounds in (

@@ -16,7 +16,6 @@ from negotiation.analysis._analysis import (
 from negotiation.analysis._bargaining import ScenarioFrontier, max_welfare, nash_point, signed_distance
 from negotiation.analysis._bootstrap import (
     BootstrapSettings,
-    Interval,
     bootstrap_p_value,
     cluster_bootstrap,
     cluster_totals,
@@ -34,7 +33,7 @@ from negotiation.analysis._cli import (
     validate_command,
     viewer_command,
 )
-from negotiation.analysis._contrast import ContrastResult, ContrastSpec, contrast, contrast_values, run_family
+from negotiation.analysis._contrast import contrast, contrast_values, run_family
 from negotiation.analysis._descriptors import (
     descriptor_summary,
     env_seller_utility,
@@ -94,7 +93,7 @@ from negotiation.analysis._viewer import viewer_html, write_viewer
 
 __all__ = [
     "METRICS", "PAIR_KEY", "Allocation", "AnalysisError", "AnalysisResult", "BootstrapSettings",
-    "ContrastResult", "ContrastSpec", "Frontier", "FrontierError", "GuardResult", "Interval", "MetricContext",
+    "Frontier", "FrontierError", "GuardResult", "MetricContext",
     "MetricError", "PairingError", "PostHocThresholds", "Problem", "ScenarioFrontier", "SettingsError",
     "SignoffError", "StudyContext", "ValidationFailed", "ValidationReport", "ValidationSettings",
     "add_late_close", "analysis_app", "analyze_command", "analyze_results", "bootstrap_p_value",

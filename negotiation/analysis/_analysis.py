@@ -14,8 +14,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from negotiation.analysis._bootstrap import BootstrapSettings, Interval, cluster_bootstrap
-from negotiation.analysis._contrast import ContrastResult, ContrastSpec, run_family
+from negotiation.analysis._bootstrap import BootstrapSettings, cluster_bootstrap
+from negotiation.study import ContrastResult, ContrastSpec, Interval, resolve_read_step
+from negotiation.analysis._contrast import run_family
 from negotiation.analysis._descriptors import (
     descriptor_summary,
     env_seller_utility,
@@ -27,7 +28,6 @@ from negotiation.analysis._efficiency import ScenarioSolution, deal_efficiency, 
 from negotiation.analysis._guards import GuardResult, PostHocThresholds, run_guards, style_dagger
 from negotiation.analysis._metrics import MetricContext, context_from_protocol, metrics_table
 from negotiation.analysis._pairing import add_late_close
-from negotiation.protocol import resolve_read_step
 
 MC_Z = 1.96
 """Normal quantile of the Monte Carlo band reported beside each endpoint (a 95% band)."""

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.analysis._errors import AnalysisError, SettingsError
 from negotiation.analysis._resample import resample_totals
+from negotiation.study import Interval
 
 TAIL_STRIDE = 64
 """Stride of the subsample that locates the tails holding the interval's order statistics."""
@@ -42,43 +43,6 @@ class BootstrapSettings(BaseModel):
     """The protocol's Monte Carlo band of an endpoint at ``resamples`` (paper: 0.001)."""
     seed: int = Field(ge=0)
     """Seed of the single numpy Generator every interval of one analysis draws from."""
-
-
-class Interval(BaseModel):
-    """A paired contrast's point estimate, percentile interval and bootstrap p-value."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    version: Literal[1] = 1
-    """Schema version of this record."""
-    mean: float
-    """Mean paired difference over every paired episode (the point estimate)."""
-    ci: tuple[float, float]
-    """Percentile bootstrap interval (low, high) at ``level``."""
-    p: float
-    """Two-sided bootstrap p-value, 2·Φ(−|mean| / SD of the draws) (``bootstrap_p_value``)."""
-    clusters: int
-    """Number of seed clusters resampled."""
-    episodes: int
-    """Number of paired episodes (or scenarios) behind the estimate."""
-    resamples: int
-    """Resamples behind the reported interval (after any re-run)."""
-    level: float
-    """Confidence level of ``ci``."""
-    mc_error: tuple[float, float]
-    """Monte Carlo band half-width of the low and the high endpoint."""
-    rerun: bool
-    """True when a bound sat within its Monte Carlo band of zero and the interval was re-run."""
-
-    @property
-    def excludes_zero(self) -> bool:
-        """True when both ends of the interval lie strictly on one side of zero."""
-        return self.ci[0] > 0.0 or self.ci[1] < 0.0
-
-    @property
-    def half_width(self) -> float:
-        """Half the interval's width, the precision figure of a panel."""
-        return (self.ci[1] - self.ci[0]) / 2.0
 
 
 def cluster_totals(values: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

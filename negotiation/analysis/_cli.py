@@ -73,7 +73,7 @@ def contrast_command(
 
     from negotiation.analysis._analysis import settings_from_protocol
     from negotiation.analysis._bootstrap import cluster_bootstrap
-    from negotiation.analysis._contrast import ContrastSpec
+    from negotiation.study import ContrastSpec
     from negotiation.analysis._paired import PairedTables
     from negotiation.analysis._results import load_context
 

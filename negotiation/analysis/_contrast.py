@@ -2,57 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
-from negotiation.analysis._bootstrap import BootstrapSettings, Interval, cluster_bootstrap
+from negotiation.analysis._bootstrap import BootstrapSettings, cluster_bootstrap
 from negotiation.analysis._errors import PairingError
 from negotiation.analysis._multiple import holm, interval_mark
 from negotiation.analysis._paired import PairedTables
 from negotiation.analysis._pairing import CLUSTER, buyer_split_series, combine_paired, metric_spec, paired_values
-
-
-class ContrastSpec(BaseModel):
-    """One paired contrast: a weighted sum of arms on one metric and one panel."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    version: Literal[1] = 1
-    """Schema version of this record."""
-    name: str
-    """Identifier shown in tables (e.g. ``gain_31b_shared``)."""
-    weights: dict[str, float]
-    """Arm name -> weight; ``{A: 1, B: -1}`` is A − B."""
-    metric: str = "S"
-    """A name from ``METRICS``."""
-    domains: tuple[str, ...] | None = None
-    """Restrict to these domains (the held-out panel), or None for every domain."""
-    buyer_split: tuple[str, str] | None = None
-    """(minuend buyer, subtrahend buyer): contrast the per-scenario buyer split instead."""
-    primary: bool = False
-    """True for the prespecified primary family (Holm-corrected); else exploratory."""
-
-
-class ContrastResult(BaseModel):
-    """A contrast's interval with its multiplicity treatment and mark."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    version: Literal[1] = 1
-    """Schema version of this record."""
-    spec: ContrastSpec
-    """What was contrasted."""
-    interval: Interval
-    """Point estimate, interval, p-value and cluster count."""
-    holm_p: float | None = Field(default=None)
-    """Holm-adjusted p-value (primary contrasts only)."""
-    holm_rejected: bool | None = None
-    """Whether Holm rejects at the protocol's alpha (primary contrasts only)."""
-    mark: str
-    """``*`` (primary, survives Holm), ``e`` (exploratory, interval excludes 0) or empty."""
+from negotiation.study import ContrastResult, ContrastSpec, Interval
 
 
 def _restrict(frame: pd.DataFrame, domains: Sequence[str] | None) -> pd.DataFrame:

@@ -60,7 +60,8 @@ def hand_read_packet(
 def record_signoff(context, arm: str, *, reader: str, verdict: str, transcripts: int,
                    families: tuple[str, ...], notes: str, date: dt.date) -> Path:
     """Write ``registry/<study>/signoffs/<arm>.yaml`` (replacing an earlier sign-off of the arm)."""
-    from negotiation.registry import SignOff, registry_dir
+    from negotiation.registry import SignOff
+    from negotiation.study import registry_dir
 
     path = registry_dir(context.name, context.root) / "signoffs" / f"{arm}.yaml"
     try:

@@ -1,6 +1,6 @@
 """Stage functions over a results directory: validate, analyze (the DVC stages call these).
 
-Layout (``negotiation.registry.ResultsLayout``)::
+Layout (``negotiation.study.ResultsLayout``)::
 
     evaluate/<arm>/episodes.parquet, evaluate/<arm>/turns.parquet   inputs
     validate/report.json, validate/docs/index.html                  validate stage
@@ -36,7 +36,7 @@ class StudyContext:
 
 def load_context(study: str, root: Path | None = None) -> StudyContext:
     """Protocol, arm matrix plus added arms, and registry of ``study``."""
-    from negotiation.protocol import default_root, load_study
+    from negotiation.study import default_root, load_study
     from negotiation.registry import load_registry
 
     root = Path(root or default_root())
@@ -47,7 +47,7 @@ def load_context(study: str, root: Path | None = None) -> StudyContext:
 
 def load_tables(results_dir: Path, arms, *, turns: bool = True) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
     """Episode (and turn) tables of every arm that has them under ``evaluate/<arm>/``."""
-    from negotiation.registry import ResultsLayout
+    from negotiation.study import ResultsLayout
 
     layout = ResultsLayout(Path(results_dir))
     episodes, turn_tables = {}, {}
@@ -65,7 +65,7 @@ def load_tables(results_dir: Path, arms, *, turns: bool = True) -> tuple[dict[st
 
 def table_hashes(results_dir: Path, arms) -> dict[str, str]:
     """SHA-256 of every arm's episode table that exists."""
-    from negotiation.registry import ResultsLayout
+    from negotiation.study import ResultsLayout
 
     layout = ResultsLayout(Path(results_dir))
     return {arm: hashlib.sha256(layout.episodes(arm).read_bytes()).hexdigest()

@@ -54,7 +54,7 @@ class Report:
         self.bases = {a.size: n for n, a in self.arms.items() if a.kind == "base"}
 
     def step(self, name: str) -> str:
-        from negotiation.protocol import resolve_read_step
+        from negotiation.study import resolve_read_step
 
         arm = self.arms[name]
         return str(resolve_read_step(self.protocol, arm)) if arm.kind == "trained" else "—"

@@ -23,7 +23,7 @@ PHASES: tuple[Phase, Phase] = ("evaluation", "training")
 @lru_cache(maxsize=8)
 def _environment(study: str, root: Path):
     # Imported here: the protocol package is only needed by commands that run episodes.
-    from negotiation.protocol import load_study
+    from negotiation.study import load_study
 
     return load_study(study, root).protocol.environment
 
@@ -35,7 +35,8 @@ def environment_of(study: str, root: Path | None = None):
 
 def env_config_for(study: str, phase: Phase, root: Path | None = None) -> EnvConfig:
     """The engine configuration of ``study`` in ``phase`` (``evaluation`` or ``training``)."""
-    from negotiation.protocol import env_config, load_study
+    from negotiation.protocol import env_config
+    from negotiation.study import load_study
 
     return env_config(load_study(study, Path(root or find_root()).resolve()).protocol, phase)
 

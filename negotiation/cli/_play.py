@@ -76,7 +76,7 @@ def play_episode(seller: str, buyer: str, scenario: Scenario, config: EnvConfig,
     from negotiation.agents._llm_retry import AgentCallError, RetryPolicy
     from negotiation.env import arun_episode
     from negotiation.evaluation import AgentPool, agent_factory
-    from negotiation.protocol import load_study
+    from negotiation.study import load_study
 
     factory = agent_factory(load_study(study).protocol, retry=RetryPolicy(), max_concurrency=1)
 

@@ -28,13 +28,13 @@ _console = Console(stderr=True)
 
 
 def _load_protocol(study: str) -> object:
-    from negotiation.protocol import load_study
+    from negotiation.study import load_study
 
     return load_study(study).protocol
 
 
 def _protocol_hash(study: str) -> str:
-    from negotiation.protocol import protocol_hash
+    from negotiation.study import protocol_hash
 
     return protocol_hash(study)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from negotiation.agents._llm_secrets import redact
 from negotiation.protocol import SamplingSettings
-from negotiation.registry import PilotCell, PilotRecord, SamplingRecord, SamplingUse
+from negotiation.study import PilotCell, PilotRecord, SamplingRecord, SamplingUse
 
 _FIELDS = tuple(SamplingSettings.model_fields)
 

@@ -26,10 +26,9 @@ from negotiation.evaluation._cell import AgentFactory, AgentPool, CellProgress, 
 from negotiation.evaluation._fingerprint import StoreFingerprint, adopt_fingerprint
 from negotiation.evaluation._pilot import GateRule, PilotResult, run_pilot
 from negotiation.evaluation._setup import agent_factory, arm_sampling_role, build_cell, env_config
-from negotiation.evaluation._records import pilot_record as pilot_record_of
-from negotiation.evaluation._records import sampling_record, write_redacted
+from negotiation.evaluation._records import pilot_record as pilot_record_of, sampling_record, write_redacted
 from negotiation.evaluation._store import ResultsStore, _safe
-from negotiation.registry import ResultsLayout
+from negotiation.study import ResultsLayout
 
 
 class RunOptions(BaseModel):

@@ -16,7 +16,7 @@ from typing import Any
 from negotiation.analysis import run_analysis
 from negotiation.analysis._analysis import settings_from_protocol, write_analysis
 from negotiation.analysis._results import load_context, load_tables, require_validated, validate_results, viewer_results
-from negotiation.protocol import protocol_hash
+from negotiation.study import protocol_hash
 from negotiation.registry import run_audit
 from negotiation.tracking import MlflowTracker, experiment_name, git_commit
 

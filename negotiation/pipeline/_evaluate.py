@@ -26,8 +26,8 @@ from negotiation.evaluation._setup import arm_sampling_role, env_config
 from negotiation.pipeline._plan import all_arms
 from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._stage import PARAMS_FILE, runtime_knob
-from negotiation.protocol import Study, load_study, protocol_hash
-from negotiation.registry import PilotRecord, ResultsLayout, effective_protocol, load_registry
+from negotiation.study import PilotRecord, ResultsLayout, Study, load_study, protocol_hash
+from negotiation.registry import effective_protocol, load_registry
 from negotiation.tracking import SELLER_ARTIFACTS, MlflowTracker, experiment_name, flatten, git_commit, log_dataset_input
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from negotiation.env import load_domain, make_scenario
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 
 EVALUATION_FILE = "evaluation.parquet"
 PILOT_FILE = "pilot.parquet"

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from negotiation.pipeline._plan import build_plan
-from negotiation.protocol import load_study
-from negotiation.registry import ResultsLayout
+from negotiation.study import ResultsLayout, load_study
 
 
 def _read(path: Path) -> Any:

@@ -63,7 +63,7 @@ def _undeclare_metrics(stage: dict[str, Any]) -> None:
 
 def derive_study_pipeline(study: str, root: Path) -> str:
     """The text of ``pipelines/<study>/dvc.yaml`` derived from the top-level one."""
-    from negotiation.protocol import load_study
+    from negotiation.study import load_study
 
     graph = yaml.safe_load((Path(root) / TOP_LEVEL).read_text(encoding="utf-8"))
     graph = copy.deepcopy(graph)

@@ -16,8 +16,7 @@ from typing import Any
 
 from negotiation.pipeline._evaluate import log_evaluation_run
 from negotiation.pipeline._plan import build_plan
-from negotiation.registry import ResultsLayout
-from negotiation.protocol import protocol_hash
+from negotiation.study import ResultsLayout, protocol_hash
 from negotiation.tracking import experiment_id, experiment_name, register_seller, registered_model_name, retrying
 
 

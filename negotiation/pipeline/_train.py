@@ -20,8 +20,9 @@ from negotiation.errors import ConfigError, NegotiationError
 from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._plan import all_arms, build_plan
 from negotiation.pipeline._stage import PARAMS_FILE, runtime_knob
-from negotiation.protocol import Study, fill_seller, load_study, protocol_hash
-from negotiation.registry import ResultsLayout, select_checkpoint, write_record
+from negotiation.protocol import fill_seller
+from negotiation.study import ResultsLayout, Study, load_study, protocol_hash, write_record
+from negotiation.registry import select_checkpoint
 
 MODELS_ENV = "NEGO_MODELS_DIR"
 BACKENDS = ("nemo", "token")

@@ -8,8 +8,6 @@ from typing import Optional
 import typer
 
 from negotiation.errors import ConfigError
-from negotiation.protocol._lock import LockError, freeze, verify
-from negotiation.protocol._study import default_root
 
 __all__ = ["EXIT_FAILED", "EXIT_INPUT", "exit_with", "protocol_app", "root_option"]
 
@@ -45,6 +43,8 @@ def freeze_command(
     root: Optional[Path] = root_option(),
 ) -> None:
     """Validate the study and write protocol/<study>/lock.yaml with the hash of every frozen file."""
+    from negotiation.study import default_root, freeze  # the study package sits above the protocol
+
     try:
         lock = freeze(study, root or default_root())
     except ConfigError as exc:
@@ -58,6 +58,8 @@ def verify_command(
     root: Optional[Path] = root_option(),
 ) -> None:
     """Recompute the hashes of the study's frozen files and compare them with its lock."""
+    from negotiation.study import LockError, default_root, verify  # the study package sits above the protocol
+
     try:
         lock = verify(study, root or default_root())
     except LockError as exc:

@@ -19,10 +19,18 @@ from pathlib import Path
 from typing import Callable, Iterator, Literal
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import Arm, StrictModel, Study, checked_lock, default_root, load_study
-from negotiation.registry._continuations import Branch, continuation_branches, continuation_problems
+from negotiation.protocol import Arm, StrictModel
+from negotiation.study import (
+    Branch,
+    ResultsLayout,
+    Study,
+    checked_lock,
+    continuation_branches,
+    continuation_problems,
+    default_root,
+    load_study,
+)
 from negotiation.registry._entries import Registry, load_registry
-from negotiation.registry._records import ResultsLayout
 
 __all__ = ["AuditContext", "AuditReport", "Check", "Finding", "Status", "cover", "run_audit"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from negotiation.protocol import arm_problems
+from negotiation.study import arm_problems
 from negotiation.registry._audit import AuditContext, Finding, cover
 from negotiation.registry._effective import value_problems
 

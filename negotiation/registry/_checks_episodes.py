@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from pydantic import ValidationError
 
 from negotiation.errors import format_validation_error
 from negotiation.registry._audit import AuditContext, Finding
+from negotiation.study import ContrastResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -120,17 +121,13 @@ def check_pairing(ctx: AuditContext) -> Iterator[Finding]:
                                f"panel is missing for frozen arms {lacking}")
 
 
-def _load_contrasts(path: Path, shown: str) -> tuple[list[Any], list[str]]:
+def _load_contrasts(path: Path, shown: str) -> tuple[list[ContrastResult], list[str]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         return [], [f"{shown}:<file>: unreadable JSON ({exc})"]
     if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("contrasts"), list):
         return [], [f"{shown}:contrasts: expected {{'version': 1, 'study': ..., 'contrasts': [...]}}"]
-    try:
-        from negotiation.analysis import ContrastResult
-    except ImportError as exc:
-        return [], [f"{shown}:<file>: cannot import negotiation.analysis.ContrastResult ({exc})"]
     results, problems = [], []
     for i, item in enumerate(data["contrasts"]):
         try:

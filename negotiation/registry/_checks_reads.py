@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from negotiation.registry._audit import AuditContext, Finding
-from negotiation.registry._continuations import continuation_problems
-from negotiation.registry._entries import AddedArm
+from negotiation.study import AddedArm, continuation_problems
 
 __all__ = ["READ_CATEGORIES", "BRANCH_CATEGORIES", "check_continuations", "check_read_steps"]
 

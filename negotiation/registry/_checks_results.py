@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, SamplingSettings, load_json_model
 from negotiation.registry._audit import AuditContext, Finding, cover
-from negotiation.registry._records import PilotRecord, SamplingRecord, SamplingUse, SelectionRecord
+from negotiation.study import PilotRecord, SamplingRecord, SamplingUse, SelectionRecord
 
 __all__ = ["check_pilot_gate", "check_provenance", "check_read_points", "check_sampling"]
 

@@ -12,7 +12,8 @@ from rich.table import Table
 
 from negotiation.errors import ConfigError
 from negotiation.names import check_name
-from negotiation.protocol import EXIT_FAILED, EXIT_INPUT, default_root, exit_with, root_option
+from negotiation.protocol import EXIT_FAILED, EXIT_INPUT, exit_with, root_option
+from negotiation.study import default_root
 from negotiation.registry._audit import AuditReport, run_audit
 from negotiation.registry._checks import CHECKS
 from negotiation.registry._deviation import CATEGORIES

@@ -1,4 +1,5 @@
-"""The rest of ``registry/<study>/``: arms added outside the frozen matrix, and hand-read sign-offs.
+"""``registry/<study>/`` as loaded: deviations, hand-read sign-offs, and the added arms and
+continuations (their models live in ``negotiation.study``), with every file-level problem.
 
 Layout::
 
@@ -18,29 +19,12 @@ from typing import Literal
 from pydantic import Field
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import Arm, ArmName, StrictModel, default_root, display_path, load_yaml_model
-from negotiation.registry._continuations import ContinuationEntry, Continuations
+from negotiation.protocol import StrictModel, display_path, load_yaml_model
+from negotiation.study import AddedArm, ContinuationEntry, Continuations, default_root, load_added_arms, registry_dir
+
 from negotiation.registry._deviation import DeviationLog, load_deviation_log
 
-__all__ = ["AddedArm", "AddedArms", "Registry", "SignOff", "load_registry", "registry_dir"]
-
-
-class AddedArm(Arm):
-    """An arm evaluated outside the frozen matrix; it names the deviations that add it."""
-
-    deviations: tuple[int, ...] = Field(min_length=1)
-    """Ids of the entries that cover this arm (at least one of category ``arm_added``)."""
-
-
-class AddedArms(StrictModel):
-    """``registry/<study>/arms.yaml``."""
-
-    version: Literal[1]
-    """File format version."""
-    study: str
-    """Study name; equals the folder name."""
-    added_arms: dict[ArmName, AddedArm] = Field(default_factory=dict)
-    """Added arms keyed by name (a key other than ``arms``, so DVC can read both files as vars)."""
+__all__ = ["Registry", "SignOff", "load_registry"]
 
 
 class SignOff(StrictModel):
@@ -94,24 +78,6 @@ class Registry:
         return display_path(path, self.root)
 
 
-def registry_dir(study: str, root: Path | None = None) -> Path:
-    """``<root>/registry/<study>``."""
-    return Path(root or default_root()) / "registry" / study
-
-
-def _load_added(path: Path, study: str, root: Path, problems: list[str]) -> dict[str, AddedArm]:
-    if not path.exists():
-        return {}
-    try:
-        added = load_yaml_model(AddedArms, path, root=root)
-    except ConfigError as exc:
-        problems.extend(str(exc).splitlines())
-        return {}
-    if added.study != study:
-        problems.append(f"{display_path(path, root)}:study: {added.study!r} differs from {study!r}")
-    return dict(added.added_arms)
-
-
 README = "README.md"  # a folder's own documentation, never an entry
 
 
@@ -154,7 +120,7 @@ def load_registry(study: str, root: Path | None = None) -> Registry:
     root = Path(root or default_root())
     folder = registry_dir(study, root)
     log, problems = load_deviation_log(folder / "deviations", root=root)
-    added = _load_added(folder / "arms.yaml", study, root, problems)
+    added = load_added_arms(folder / "arms.yaml", study, root, problems)
     signoffs = _load_signoffs(folder / "signoffs", root, problems)
     continuations = _load_continuations(folder / "continuations.yaml", study, root, problems)
     return Registry(root, study, log, added, signoffs, continuations, problems)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Iterable
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import Arm, StrictModel, Study, protocol_hash
-from negotiation.registry._records import SelectionRecord
+from negotiation.protocol import Arm, StrictModel
+from negotiation.study import SelectionRecord, Study, protocol_hash
 
 __all__ = ["CheckpointError", "ReadPoint", "list_checkpoint_steps", "select_checkpoint", "select_read_point"]
 

@@ -10,10 +10,11 @@ import yaml
 from pydantic import ValidationError
 
 from negotiation.errors import ConfigError, format_validation_error
-from negotiation.protocol import default_root, display_path, load_study
+from negotiation.protocol import display_path
+from negotiation.study import default_root, load_study, registry_dir
 from negotiation.registry._deviation import FILE_NAME, Cell, Deviation, deviation_filename
 from negotiation.registry._deviation_index import append_to_index
-from negotiation.registry._entries import load_registry, registry_dir
+from negotiation.registry._entries import load_registry
 
 __all__ = ["new_deviation", "parse_cell"]
 

@@ -22,7 +22,7 @@ from negotiation.agents._llm_transport import Completion
 from negotiation.env import EnvConfig, Negotiation
 from negotiation.errors import ConfigError
 from negotiation.evaluation import Faults, StandinConfig, StandinServer
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 
 ENV = EnvConfig(max_rounds=12, no_deal_penalty=0.3, g_fmt=0.05, g_len=0.05, t_soft=9, accept_applies_terms=False)
 PAPER = load_study("paper").protocol

@@ -87,7 +87,8 @@ def test_one_limiter_per_provider_is_shared_by_every_cell_of_the_process():
 def test_llm_agent_waits_on_its_provider_limiter(monkeypatch):
     from negotiation.agents import make_agent
     from negotiation.env import Negotiation, load_domain, make_scenario
-    from negotiation.protocol import env_config, load_study
+    from negotiation.protocol import env_config
+    from negotiation.study import load_study
 
     clock = FakeClock()
     sent = []

@@ -149,7 +149,7 @@ def test_a_run_against_a_hostile_provider_ends_in_error_rows(tmp_path):
     from negotiation.agents._llm import LLMSettings, make_litellm_agent
     from negotiation.agents._llm_sampling import Sampling
     from negotiation.evaluation import CellSpec, ResultsStore, env_config, run_cell
-    from negotiation.protocol import load_study
+    from negotiation.study import load_study
 
     demo = load_study("demo").protocol
     server = RawServer(list(ANOMALIES.values()) + [ANOMALIES["deep_body"]])
@@ -212,7 +212,7 @@ def test_a_key_the_provider_echoes_is_in_no_written_file(tmp_path, monkeypatch, 
     from negotiation.agents import make_agent
     from negotiation.agents._llm import make_litellm_agent
     from negotiation.evaluation import CellSpec, ResultsStore, env_config, run_cell
-    from negotiation.protocol import load_study
+    from negotiation.study import load_study
 
     monkeypatch.setenv("PLANTED_CRED", key)
     demo = load_study("demo").protocol
@@ -249,7 +249,7 @@ def test_every_file_of_an_evaluation_run_is_free_of_an_echoed_key(tmp_path, monk
     """The whole run (pilot, shards, tables, accounting, sampling and pilot records): a key the
     provider echoes in content and errors appears in no file, whatever the variable's name."""
     from negotiation.evaluation import RunOptions, build_cell, evaluate_cell
-    from negotiation.protocol import load_study, protocol_hash
+    from negotiation.study import load_study, protocol_hash
 
     key = "Zq9_x.y~z/w+v==plainish"
     monkeypatch.setenv("MY_PROVIDER_THING", key)

@@ -19,7 +19,7 @@ from negotiation.agents._llm_sampling import Sampling
 from negotiation.agents._llm_vllm import ServeError, ServeSettings, VllmServer, group_members, serve_args
 from negotiation.env import EnvConfig, Negotiation
 from negotiation.errors import ConfigError
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 
 REPO = Path(__file__).resolve().parents[2]
 PAPER = load_study("paper").protocol

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from negotiation.protocol import default_root
+from negotiation.study import default_root
 
 
 @pytest.fixture(scope="session")

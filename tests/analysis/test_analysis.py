@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from negotiation.analysis import ContrastResult, score_identity_gap
+from negotiation.analysis import score_identity_gap
+from negotiation.study import ContrastResult
 from negotiation.analysis._analysis import run_analysis, settings_from_protocol, write_analysis
 from negotiation.analysis._metrics import context_from_protocol
 from negotiation.analysis._results import load_context, load_tables

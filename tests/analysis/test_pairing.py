@@ -6,7 +6,6 @@ import pytest
 
 from negotiation.analysis import (
     BootstrapSettings,
-    ContrastSpec,
     MetricError,
     PairingError,
     add_late_close,
@@ -16,6 +15,7 @@ from negotiation.analysis import (
     paired_values,
     run_family,
 )
+from negotiation.study import ContrastSpec
 
 from .frames import episode, frame
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from negotiation.analysis._tables import Report
 from negotiation.analysis._tables_compute import table7, table8
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 from negotiation.registry import load_registry
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 
 from negotiation.analysis._results import load_context
 from negotiation.analysis._synthetic import synthetic_tables
-from negotiation.protocol import default_root
+from negotiation.study import default_root
 
 
 def scaled_tables(n: int, seed: int = 3) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -10,7 +10,7 @@ from negotiation.agents._llm import LLMSettings, make_litellm_agent
 from negotiation.agents._llm_retry import RetryPolicy
 from negotiation.agents._llm_sampling import Sampling
 from negotiation.evaluation import Faults, StandinConfig, StandinServer, env_config
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 
 DEMO = load_study("demo").protocol
 ENV = env_config(DEMO)

@@ -13,7 +13,7 @@ from helpers import DEMO
 from negotiation.agents import make_agent
 from negotiation.evaluation import CellSpec, GateRule, PilotResult, RunOptions, decide, evaluate_cell
 from negotiation.protocol import load_json_model
-from negotiation.registry import PilotRecord
+from negotiation.study import PilotRecord
 
 RULE = GateRule(seeds=(1,), counted_turns="seller", max_bad_parses=0)
 

@@ -12,7 +12,7 @@ from helpers import DEMO, FAST_RETRY, standin
 
 from negotiation.evaluation import RunOptions, build_cell, evaluate_cell
 from negotiation.protocol import load_json_model
-from negotiation.registry import PilotRecord, SamplingRecord
+from negotiation.study import PilotRecord, SamplingRecord
 
 PLANTED = "planted-KEY-7f3a9c1e5b2d"
 PRICE = "&usd_per_mtok_in=3&usd_per_mtok_out=15"
@@ -82,8 +82,8 @@ def test_no_planted_key_in_any_written_file(tmp_path, monkeypatch):
 
 def test_the_dvc_stage_entry_writes_the_audits_layout(tmp_path):
     from negotiation.evaluation import evaluate_arm
-    from negotiation.protocol import load_study
-    from negotiation.registry import ResultsLayout
+    from negotiation.study import load_study
+    from negotiation.study import ResultsLayout
 
     study = load_study("demo")
     arm = study.arms["ref_conceder"]

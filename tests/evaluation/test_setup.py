@@ -10,7 +10,7 @@ from negotiation.agents._llm_retry import RetryPolicy
 from negotiation.agents._scripted import ScriptedAgent
 from negotiation.errors import ConfigError
 from negotiation.evaluation import agent_factory, build_cell, env_config, parse_buyers, parse_seeds
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 
 PAPER = load_study("paper").protocol
 

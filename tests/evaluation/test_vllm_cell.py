@@ -20,7 +20,7 @@ import pytest
 from negotiation.agents._llm_vllm import PYTHON_ENV, group_members
 from negotiation.evaluation import RunOptions, agent_factory, build_cell, evaluate_cell
 from negotiation.agents._llm_retry import RetryPolicy
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from negotiation.lm import build_model, count_parameters, load_tokenizer, save_checkpoint, write_base
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 from tests.conftest import tiny_lm_protocol
 
 HF_FILES = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json",

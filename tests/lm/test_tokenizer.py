@@ -27,7 +27,8 @@ def test_chat_template_renders_the_seller_messages_of_negotiation_env(tiny_lm):
     tokenizer = load_tokenizer(tiny_lm)
     scenario = make_scenario(load_domain("used_car"), 5000053, 0.3)
     from negotiation.env import Negotiation
-    from negotiation.protocol import env_config, load_study
+    from negotiation.protocol import env_config
+    from negotiation.study import load_study
 
     view = Negotiation(scenario, env_config(load_study("lm").protocol)).view()
     messages = render_messages(view, "evaluation", converge_from_turn=16)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from negotiation.protocol import default_root
+from negotiation.study import default_root
 
 ROOT = default_root()
 

@@ -15,7 +15,7 @@ from dvc_checkout import checkout_copy, dvc, stage_env
 
 from negotiation.evaluation import Faults, ResultsStore, StandinConfig, StandinServer
 from negotiation.evaluation._store import key_digest
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 
 pytestmark = pytest.mark.slow
 ARM = "ref_boulware"

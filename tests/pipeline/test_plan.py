@@ -11,7 +11,7 @@ import yaml
 from negotiation.pipeline import build_plan, write_plan
 from negotiation.pipeline._studyfile import derive_study_pipeline
 from negotiation.errors import ConfigError
-from negotiation.protocol import default_root
+from negotiation.study import default_root
 
 ROOT = default_root()
 

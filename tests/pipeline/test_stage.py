@@ -10,7 +10,7 @@ import yaml
 from negotiation.errors import ConfigError
 from negotiation.pipeline import RUNTIME_KNOBS, runtime_knob
 from negotiation.pipeline._studyfile import derive_study_pipeline
-from negotiation.protocol import default_root
+from negotiation.study import default_root
 
 ROOT = default_root()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from negotiation.protocol import default_root
+from negotiation.study import default_root
 
 ROOT = default_root()
 HEAVY = ("torch", "mlflow", "great_expectations", "numba", "dvc", "litellm", "transformers", "matplotlib")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from negotiation.pipeline import run_track
-from negotiation.registry import ResultsLayout
+from negotiation.study import ResultsLayout
 
 pytest.importorskip("mlflow")
 

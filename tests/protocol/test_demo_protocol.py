@@ -7,7 +7,8 @@ from collections import Counter
 import pytest
 
 from negotiation.agents import make_agent, parse_spec
-from negotiation.protocol import fill_seller, load_study
+from negotiation.protocol import fill_seller
+from negotiation.study import load_study
 
 
 @pytest.fixture(scope="module")

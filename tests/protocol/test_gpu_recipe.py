@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 
 
 def _with_gpu(**changes):

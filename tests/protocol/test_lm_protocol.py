@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 
 PROTOCOL = "protocol/lm/protocol.yaml"
 XS = ("  lm_xs: {kind: lm, family: gemma3, hidden_size: 64, num_layers: 2, num_heads: 1, num_kv_heads: 1, "

@@ -6,7 +6,7 @@ import hashlib
 import pytest
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import LockError, freeze, lock_problems, protocol_hash, verify
+from negotiation.study import LockError, freeze, lock_problems, protocol_hash, verify
 
 LOCK = "protocol/demo/lock.yaml"
 

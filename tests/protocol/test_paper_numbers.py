@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 from negotiation.registry import load_registry
 
 

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import load_study, load_yaml
+from negotiation.protocol import load_yaml
+from negotiation.study import load_study
 from negotiation.protocol._schema_env import SeedBlock
 
 PROTOCOL = "protocol/demo/protocol.yaml"

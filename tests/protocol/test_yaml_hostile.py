@@ -13,7 +13,7 @@ import time
 import pytest
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import freeze, load_study, lock_problems
+from negotiation.study import freeze, load_study, lock_problems
 
 BOMB = "bomb: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"bomb{i}: &a{i} [{', '.join(f'*a{i - 1}' for _ in range(9))}]\n" for i in range(1, 9))

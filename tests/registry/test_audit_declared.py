@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from negotiation.protocol import freeze
+from negotiation.study import freeze
 from negotiation.registry import run_audit
 from negotiation.registry._deviation_index import INDEX_FILE, append_to_index
 

@@ -9,18 +9,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from negotiation.protocol import load_study, protocol_hash
-from negotiation.registry import (
+from negotiation.study import (
     PilotCell,
     PilotRecord,
     ResultsLayout,
     SamplingRecord,
     SamplingUse,
     SelectionRecord,
-    load_registry,
-    run_audit,
+    load_study,
+    protocol_hash,
     write_record,
 )
+from negotiation.registry import load_registry, run_audit
 from negotiation.registry._deviation_index import append_to_index
 
 # arm -> (parent step it branched from, saved own steps, step read), as the paper reports them (Table 4,

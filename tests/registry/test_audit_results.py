@@ -10,17 +10,19 @@ import pandas as pd
 import pytest
 import yaml
 
-from negotiation.protocol import SamplingSettings, load_study, protocol_hash
-from negotiation.registry import (
+from negotiation.protocol import SamplingSettings
+from negotiation.study import (
     PilotCell,
     PilotRecord,
     ResultsLayout,
     SamplingRecord,
     SamplingUse,
     SelectionRecord,
-    run_audit,
+    load_study,
+    protocol_hash,
     write_record,
 )
+from negotiation.registry import run_audit
 from negotiation.registry._deviation_index import append_to_index
 
 ARMS = ("w16_base", "w16_lr3x", "w16_lr10x", "w16_shared_cont")
@@ -266,7 +268,7 @@ def test_an_explicit_results_directory_is_read(root, results, tmp_path):
 
 
 def _contrast(name: str, weights: dict[str, float], primary: bool, mark: str = "", **spec) -> dict:
-    from negotiation.analysis import ContrastResult, ContrastSpec, Interval
+    from negotiation.study import ContrastResult, ContrastSpec, Interval
 
     interval = Interval(mean=0.01, ci=(0.001, 0.02), p=0.01, clusters=8, episodes=144, resamples=10000, level=0.95,
                         mc_error=(0.001, 0.001), rerun=False)

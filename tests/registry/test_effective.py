@@ -6,7 +6,7 @@ import yaml
 
 from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.pipeline._evaluate import _agent_settings
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 from negotiation.registry import effective_protocol, load_registry, run_audit
 from negotiation.registry._deviation_index import append_to_index
 

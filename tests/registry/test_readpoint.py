@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 from negotiation.registry import (
     CheckpointError,
     list_checkpoint_steps,

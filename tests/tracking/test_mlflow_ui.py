@@ -21,7 +21,7 @@ import json
 import pandas as pd
 
 from negotiation.pipeline import run_track
-from negotiation.registry import ResultsLayout
+from negotiation.study import ResultsLayout
 from negotiation.tracking import experiment_name, registered_model_name
 from negotiation.training import train_arm
 from tests.training.tiny_setup import ENV, tiny_config

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 from negotiation.training._protocol import (
     final_checkpoint,
     train_config_for,

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 
-from negotiation.protocol import default_root, load_study, protocol_hash
+from negotiation.study import default_root, load_study, protocol_hash
 from negotiation.training.nemo._backend import import_backend
 from negotiation.errors import ConfigError
 from negotiation.training.nemo._config import (
@@ -62,7 +62,8 @@ def train_config(
     root: Optional[Path] = typer.Option(None, "--root", help="Repository root holding protocol/."),
 ) -> Path:
     """Write the NeMo-RL GRPO config of ARM's training run from the frozen protocol."""
-    from negotiation.registry import continuation_branches, load_registry
+    from negotiation.registry import load_registry
+    from negotiation.study import continuation_branches
 
     loaded = load_study(study, root)
     registry = load_registry(study, loaded.root)

@@ -23,7 +23,7 @@ import yaml
 from negotiation.env import prompt_hash
 from negotiation.errors import ConfigError
 from negotiation.tracking import experiment_name
-from negotiation.protocol import Study
+from negotiation.study import Study
 from negotiation.training.nemo._dataset import validation_count
 from negotiation.training.nemo._plan import RunPaths, RunPlan
 from negotiation.training.nemo._state import ENV_NAME, NemoEnvSettings

@@ -19,7 +19,7 @@ import yaml
 
 from negotiation.env import prompt_hash
 from negotiation.errors import ConfigError
-from negotiation.protocol import load_study, protocol_hash
+from negotiation.study import load_study, protocol_hash
 from negotiation.tracking import git_commit
 from negotiation.training.nemo._backend import import_backend, require_backend
 from negotiation.training.nemo._config import BASE_CONFIG, stop_token_ids

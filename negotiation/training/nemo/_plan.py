@@ -16,7 +16,8 @@ from typing import Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import Arm, Study
+from negotiation.protocol import Arm
+from negotiation.study import Study
 from negotiation.training import DEFAULT_TRACKING_URI
 
 __all__ = ["RunPaths", "RunPlan", "plan_run", "resolve_tracking_uri"]

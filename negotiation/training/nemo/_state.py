@@ -89,7 +89,7 @@ class NemoEnvSettings(_Record):
 
 def env_settings(study: str, root: Path | None = None, tags: TurnTags | None = None) -> NemoEnvSettings:
     """Settings for ``study``'s training phase, read from its protocol (never retyped)."""
-    from negotiation.protocol import load_study
+    from negotiation.study import load_study
 
     return protocol_env_settings(load_study(study, root).protocol, tags)
 

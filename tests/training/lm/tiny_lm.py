@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 from tests.training.nemo.chat_fixtures import E_SERIES_TEMPLATE, _bpe
 
 CANNED_TURNS = (

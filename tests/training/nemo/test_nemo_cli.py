@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from negotiation.env import REPO_ROOT
 from negotiation.errors import ConfigError
-from negotiation.protocol import freeze
+from negotiation.study import freeze
 from negotiation.training.nemo import BackendUnavailableError, read_train_config, train_config
 
 app = typer.Typer()

@@ -11,7 +11,7 @@ import yaml
 
 from negotiation.env import prompt_hash
 from negotiation.errors import ConfigError
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 from negotiation.training import lr_at
 from negotiation.training.nemo import (
     RunPaths, RunPlan, derive_turn_tags, env_settings, grpo_config, lr_schedule, plan_run, resolve_tracking_uri,

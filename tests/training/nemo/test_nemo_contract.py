@@ -12,7 +12,7 @@ nemo_rl = pytest.importorskip("nemo_rl")
 
 from nemo_rl.environments.interfaces import EnvironmentInterface, EnvironmentReturn  # noqa: E402
 
-from negotiation.protocol import load_study  # noqa: E402
+from negotiation.study import load_study
 from negotiation.training.nemo import (  # noqa: E402
     EpisodeState, RunPaths, StepOutcome, build_datums, derive_turn_tags, env_settings, environment_class,
     grpo_config, plan_run, template_kwargs, to_environment_return, training_scenarios,

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 from negotiation.training import training_items
 from negotiation.training.nemo import (
     EpisodeState, build_datums, derive_turn_tags, env_settings, load_prompt_builder, template_kwargs,

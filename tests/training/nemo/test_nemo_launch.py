@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 
 from negotiation.errors import ConfigError, NegotiationError
-from negotiation.protocol import load_study
+from negotiation.study import load_study
 from negotiation.training.nemo import (
     BackendUnavailableError, RunPaths, backend_problems, environment_actor_class, env_settings, grpo_config,
     launch_training, plan_run, read_train_config, write_train_config,

@@ -7,14 +7,13 @@ Under a results directory (default ``outputs/<study>/``)::
     pilot/<arm>.json                  PilotRecord      (pilot stage: the gate per buyer cell)
     evaluate/<arm>/episodes.parquet   episode table    (docs/architecture.md)
     evaluate/<arm>/sampling.json      SamplingRecord   (what was sent, what was accepted)
-    analyze/contrasts.json            contrast results (negotiation.analysis.ContrastResult list)
+    analyze/contrasts.json            contrast results (ContrastResult list, ``negotiation.study``)
 
 Writers call ``write_record``; every record carries the protocol hash it was produced under.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -23,7 +22,7 @@ from pydantic import BaseModel, Field, model_validator
 from negotiation.protocol import SamplingSettings, StrictModel
 
 __all__ = [
-    "PilotCell", "PilotRecord", "ResultsLayout", "SamplingRecord", "SamplingUse", "SelectionRecord",
+    "PilotCell", "PilotRecord", "SamplingRecord", "SamplingUse", "SelectionRecord",
     "write_record",
 ]
 
@@ -146,46 +145,3 @@ def write_record(record: BaseModel, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return path
-
-
-@dataclass(frozen=True)
-class ResultsLayout:
-    """Paths of the files the audit reads under one results directory."""
-
-    dir: Path
-    """The results directory, e.g. ``outputs/demo``."""
-
-    def selection(self, arm: str) -> Path:
-        return self.dir / "select" / arm / "selection.json"
-
-    def seller(self, arm: str) -> Path:
-        return self.dir / "select" / arm / "seller.json"
-
-    def pilot(self, arm: str) -> Path:
-        return self.dir / "pilot" / f"{arm}.json"
-
-    def episodes(self, arm: str) -> Path:
-        return self.dir / "evaluate" / arm / "episodes.parquet"
-
-    def sampling(self, arm: str) -> Path:
-        return self.dir / "evaluate" / arm / "sampling.json"
-
-    @property
-    def contrasts(self) -> Path:
-        return self.dir / "analyze" / "contrasts.json"
-
-    def exists(self) -> bool:
-        """Whether any result the audit reads is present."""
-        return any((self.dir / sub).exists() for sub in ("select", "pilot", "evaluate", "analyze"))
-
-    def arms_with_results(self) -> dict[str, list[Path]]:
-        """Arm names that have any result file, with those files (names come from file/folder names)."""
-        found: dict[str, list[Path]] = {}
-        for path in sorted((self.dir / "select").glob("*/*.json")):
-            found.setdefault(path.parent.name, []).append(path)
-        for path in sorted((self.dir / "pilot").glob("*.json")):
-            found.setdefault(path.stem, []).append(path)
-        evaluate = self.dir / "evaluate"
-        for folder in sorted(p for p in evaluate.iterdir() if p.is_dir()) if evaluate.is_dir() else []:
-            found.setdefault(folder.name, []).append(folder)
-        return found

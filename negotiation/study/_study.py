@@ -9,9 +9,7 @@ from typing import Mapping
 from negotiation._root import find_root
 from negotiation.errors import ConfigError
 from negotiation.names import check_name
-from negotiation.protocol._files import display_path, load_yaml_model
-from negotiation.protocol._schema import Protocol
-from negotiation.protocol._schema_arms import Arm, ArmMatrix
+from negotiation.protocol import Arm, ArmMatrix, Protocol, display_path, load_yaml_model
 
 __all__ = ["Study", "arm_problems", "default_root", "load_study", "resolve_read_step", "study_dir"]
 

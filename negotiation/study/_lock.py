@@ -16,8 +16,9 @@ from typing import Any, Literal
 import yaml
 
 from negotiation.errors import ConfigError
-from negotiation.protocol._files import StrictModel, display_path, load_yaml_model, parse_yaml, yaml_reason
-from negotiation.protocol._study import LOCK_FILE, Study, default_root, load_study, study_dir
+from negotiation.protocol import StrictModel, display_path, load_yaml_model, parse_yaml
+from negotiation.protocol._files import yaml_reason
+from negotiation.study._study import LOCK_FILE, Study, default_root, load_study, study_dir
 
 __all__ = ["FileLock", "Lock", "LockError", "checked_lock", "freeze", "lock_problems", "protocol_hash", "verify"]
 

@@ -22,7 +22,8 @@ from typing import Literal, Mapping
 
 from pydantic import Field
 
-from negotiation.protocol import Arm, StrictModel, Study
+from negotiation.protocol import Arm, StrictModel
+from negotiation.study._study import Study
 
 __all__ = ["Branch", "ContinuationEntry", "Continuations", "continuation_branches", "continuation_problems"]
 
