@@ -28,6 +28,7 @@ from negotiation.analysis._efficiency import ScenarioSolution, deal_efficiency, 
 from negotiation.analysis._guards import GuardResult, PostHocThresholds, run_guards, style_dagger
 from negotiation.analysis._metrics import MetricContext, context_from_protocol, metrics_table
 from negotiation.analysis._pairing import add_late_close
+from negotiation.analysis._roles import text_contrasts
 
 MC_Z = 1.96
 """Normal quantile of the Monte Carlo band reported beside each endpoint (a 95% band)."""
@@ -88,7 +89,9 @@ def default_contrasts(protocol, arms: Mapping[str, Any], present: Sequence[str],
     family = [(c.arm, c.reference) for c in protocol.statistics.primary_family if {c.arm, c.reference} <= have]
     for (a1, b1), (a2, b2) in zip(family, family[1:]):
         specs.append(_spec(f"({a2} - {b2}) - ({a1} - {b1})", {a2: 1.0, b2: -1.0, a1: -1.0, b1: 1.0}))
-    return specs
+    # Last, so that they never change the draws of the contrasts above.
+    known = {s.name for s in specs}
+    return specs + [s for s in text_contrasts(protocol, arms, present, context) if s.name not in known]
 
 
 @dataclass

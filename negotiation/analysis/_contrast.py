@@ -15,13 +15,15 @@ from negotiation.analysis._pairing import CLUSTER, buyer_split_series, combine_p
 from negotiation.study import ContrastResult, ContrastSpec, Interval
 
 
-def _restrict(frame: pd.DataFrame, domains: Sequence[str] | None) -> pd.DataFrame:
-    return frame if domains is None else frame[frame["domain"].isin(list(domains))]
+def _restrict(frame: pd.DataFrame, domains: Sequence[str] | None, buyers: Sequence[str] | None = None
+              ) -> pd.DataFrame:
+    frame = frame if domains is None else frame[frame["domain"].isin(list(domains))]
+    return frame if buyers is None else frame[frame["buyer"].isin(list(buyers))]
 
 
 def contrast_values(frames: Mapping[str, pd.DataFrame], spec: ContrastSpec) -> pd.Series:
     """The per-key values whose seed-cluster mean the contrast estimates."""
-    restricted = {name: _restrict(frames[name], spec.domains) for name in spec.weights if name in frames}
+    restricted = {name: _restrict(frames[name], spec.domains, spec.buyers) for name in spec.weights if name in frames}
     if spec.buyer_split is None:
         values = paired_values(restricted, spec.weights, spec.metric)
     else:

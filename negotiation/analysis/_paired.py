@@ -55,12 +55,15 @@ class PairedTables:
             parts.append(self.buyers[key % self.n_buyers])
         return key_text(tuple(parts))
 
-    def _rows(self, arm: str, domains: tuple[str, ...] | None, deal_only: bool) -> np.ndarray:
+    def _rows(self, arm: str, domains: tuple[str, ...] | None, deal_only: bool,
+              buyers: tuple[str, ...] | None = None) -> np.ndarray:
         if arm not in self.arms:
             raise PairingError("contrast", "arms", f"no table for arm {arm!r}")
         keep = self.arm_of_row == self.arms[arm]
         if domains is not None:
             keep &= np.isin(self.domain_code, [i for i, d in enumerate(self.domains) if d in domains])
+        if buyers is not None:
+            keep &= np.isin(self.buyer_code, [i for i, b in enumerate(self.buyers) if b in buyers])
         if deal_only:
             keep &= self.deal
         return np.flatnonzero(keep)
@@ -80,7 +83,7 @@ class PairedTables:
 
     def _arm_values(self, arm: str, spec) -> tuple[np.ndarray, np.ndarray]:
         deal_only = metric_spec(spec.metric).deal_only
-        rows = self._rows(arm, spec.domains, deal_only)
+        rows = self._rows(arm, spec.domains, deal_only, spec.buyers)
         values = self._metric(spec.metric)[rows]
         if spec.buyer_split is None:
             return self._keyed(arm, self.key[rows], values, spec.metric, False)

@@ -59,6 +59,9 @@ METRICS: dict[str, MetricSpec] = {
     "seller_u_integ": MetricSpec("seller Ũ integrative", True, _column("seller_u_integ")),
     "buyer_u_dist": MetricSpec("buyer Ũ distributive", True, _column("buyer_u_dist")),
     "buyer_u_integ": MetricSpec("buyer Ũ integrative", True, _column("buyer_u_integ")),
+    "seller_u_integ_minus_dist": MetricSpec(
+        "seller Ũ integrative minus distributive", True,
+        lambda f: f["seller_u_integ"].astype(float) - f["seller_u_dist"].astype(float)),
     "closes_late": MetricSpec("closes at or after the converge turn", True, _column("closes_late")),
     "frontier_distance": MetricSpec("distance to the Pareto frontier", True, _column("frontier_distance")),
     "nash_distance": MetricSpec("distance to the Nash point", True, _column("nash_distance")),

@@ -85,7 +85,7 @@ class Report:
 
 
 def table1(r: Report) -> Table:
-    t = Table("table1", "Table 1: every trained arm's paired gain over its size's base, and over the same size's "
+    t = Table("table1_arms", "Table 1, every arm: every trained arm's paired gain over its size's base, and over the same size's "
               "lower-rate arms (95% seed-cluster intervals; * Holm-significant primary contrast, e exploratory "
               "interval excluding 0, † passes prespecified guards but fails a post-hoc one).",
               ["Size", "Arm", "LR ×", "Step", "S", "− base", "− lower LR (same size)"])
@@ -226,16 +226,18 @@ def efficiency_table(r: Report) -> Table:
     return t
 
 
-def _compute(name: str) -> Callable[[Report], Table]:
+def _compute(name: str, module: str = "_tables_compute") -> Callable[[Report], Table]:
     def build(r: Report) -> Table:
-        from negotiation.analysis import _tables_compute
+        import importlib
 
-        return getattr(_tables_compute, name)(r)
+        return getattr(importlib.import_module(f"negotiation.analysis.{module}"), name)(r)
     return build
 
 
 BUILDERS: tuple[Callable[[Report], Table], ...] = (
-    table1, lambda r: table2(r, False), table3, table4, table5, table6, _compute("table7"), _compute("table8"),
-    lambda r: table2(r, True), guard_table, held_out_table, efficiency_table,
+    _compute("table1_paper", "_tables_paper"), table1, lambda r: table2(r, False),
+    _compute("utility_parts_table", "_tables_paper"), table3, table4, table5, _compute("buyer_table", "_tables_paper"),
+    table6, _compute("table7"), _compute("table8"), lambda r: table2(r, True),
+    _compute("text_contrast_table", "_tables_paper"), guard_table, held_out_table, efficiency_table,
 )
 """Table builders in report order (Tables 7 and 8 have no rows for studies without LLM sizes)."""

@@ -153,7 +153,8 @@ def check_contrasts(ctx: AuditContext) -> Iterator[Finding]:
         spec = result.spec
         pair = tuple(sorted(spec.weights, key=lambda arm: -spec.weights[arm]))
         in_family = (len(pair) == 2 and pair in family and spec.weights[pair[0]] == 1 and spec.weights[pair[1]] == -1
-                     and spec.metric == stats.score and spec.domains is None and spec.buyer_split is None)
+                     and spec.metric == stats.score and spec.domains is None and spec.buyer_split is None
+                     and spec.buyers is None)
         found |= {pair} if in_family else set()
         if in_family != spec.primary:
             label = "primary" if spec.primary else stats.non_primary_label

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 __all__ = ["ContrastResult", "ContrastSpec", "Interval"]
 
@@ -69,6 +69,17 @@ class ContrastSpec(BaseModel):
     """(minuend buyer, subtrahend buyer): contrast the per-scenario buyer split instead."""
     primary: bool = False
     """True for the prespecified primary family (Holm-corrected); else exploratory."""
+    buyers: tuple[str, ...] | None = None
+    """Restrict to episodes against these evaluation buyers, or None for both (App. E: the 10× arm's
+    gain against each buyer alone)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_buyers(self, handler):
+        # Written only when set, so contrasts.json of every contrast without it keeps its bytes.
+        data = handler(self)
+        if self.buyers is None:
+            data.pop("buyers", None)
+        return data
 
 
 class ContrastResult(BaseModel):

@@ -78,7 +78,9 @@ def test_tables_and_figures_for_a_study_with_reference_arms_only(demo_root, demo
     episodes, turns = load_tables(demo_results, ["ref_boulware", "ref_conceder"])
     settings = settings_from_protocol(context.protocol, seed=0, resamples=500)
     result = run_analysis(episodes, context.protocol, context.arms, settings, turns=turns)
-    assert [c.spec.name for c in result.contrasts] == []  # no primary arm, no base, nothing to pair
+    # No primary arm and no base: only the reference sellers against each other, by panel (App. C).
+    assert [c.spec.name for c in result.contrasts] == [
+        "ref_boulware - ref_conceder [training]", "ref_boulware - ref_conceder", "ref_boulware - ref_conceder [held out]"]
     report = Report(result, context.protocol, context.arms)
     tables = {t.key: t for t in (build(report) for build in BUILDERS)}
     assert len(tables["table4"].rows) == 2 and tables["table1"].rows == [] and tables["guards"].rows == []

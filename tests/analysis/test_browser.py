@@ -55,10 +55,11 @@ def test_report_renders_with_tables_and_images(browser, built):
     page.goto(paths["report.html"].as_uri())
     widths = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
     assert len(widths) == 4 and min(widths) > 500
-    for table in ("table1", "table2", "table3", "table4", "table5", "table6", "table9", "guards", "held_out",
-                  "pareto", "deviations", "audit"):
+    for table in ("table1", "table1_arms", "table2", "utility_parts", "table3", "table4", "table5", "buyers",
+                  "table6", "table9", "text_contrasts", "guards", "held_out", "pareto", "deviations", "audit"):
         assert page.locator(f"#{table} caption").count() == 1
-    assert page.locator("#table1 tbody tr").count() == 13
+    assert page.locator("#table1 tbody tr").count() == 4  # the paper's layout: one row per size
+    assert page.locator("#table1_arms tbody tr").count() == 13
     assert page.locator("#guards td.pending").count() == 13  # no sign-offs yet: hand-read guard pending
     page.close()
 
@@ -124,7 +125,7 @@ def test_report_links_lead_to_the_transcripts_behind_a_row(browser, built):
     paths, _ = built
     page, _ = browser.new_page(), None
     page.goto(paths["report.html"].as_uri())
-    link = page.locator("#table1 tbody tr").first.locator("a").first
+    link = page.locator("#table1_arms tbody tr").first.locator("a").first
     href = link.get_attribute("href")
     assert href.startswith("transcripts.html?a=") and "&b=" in href and "sort=dS_asc" in href
     page.close()
