@@ -22,17 +22,6 @@ from negotiation.analysis._bootstrap import (
     percentile_interval,
     resample_cluster_means,
 )
-from negotiation.analysis._cli import (
-    analysis_app,
-    analyze_command,
-    contrast_command,
-    frontier_command,
-    packet_command,
-    report_command,
-    signoff_command,
-    validate_command,
-    viewer_command,
-)
 from negotiation.analysis._contrast import contrast, contrast_values, run_family
 from negotiation.analysis._descriptors import (
     descriptor_summary,
@@ -96,16 +85,16 @@ __all__ = [
     "Frontier", "FrontierError", "GuardResult", "MetricContext",
     "MetricError", "PairingError", "PostHocThresholds", "Problem", "ScenarioFrontier", "SettingsError",
     "SignoffError", "StudyContext", "ValidationFailed", "ValidationReport", "ValidationSettings",
-    "add_late_close", "analysis_app", "analyze_command", "analyze_results", "bootstrap_p_value",
+    "add_late_close", "analyze_results", "bootstrap_p_value",
     "buyer_split_series", "cluster_bootstrap", "cluster_totals", "combine_paired", "context_from_protocol",
-    "contrast", "contrast_command", "contrast_values", "deal_efficiency", "default_contrasts",
-    "descriptor_summary", "env_seller_utility", "episode_descriptors", "frontier_command", "hand_read_packet",
+    "contrast", "contrast_values", "deal_efficiency", "default_contrasts",
+    "descriptor_summary", "env_seller_utility", "episode_descriptors", "hand_read_packet",
     "holm", "interval_mark", "load_context", "load_tables", "max_welfare", "metric_series", "metrics_table",
-    "nash_point", "outcome_summary", "packet_command", "packet_results", "paired_values", "pareto_frontier",
-    "percentile_interval", "problem_from_scenario", "record_signoff", "report_command", "report_results",
+    "nash_point", "outcome_summary", "packet_results", "paired_values", "pareto_frontier",
+    "percentile_interval", "problem_from_scenario", "record_signoff", "report_results",
     "require_valid", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
-    "settings_from_protocol", "signed_distance", "signoff_command", "solve_scenario", "solve_scenarios",
-    "style_dagger", "style_summary", "synthetic_tables", "validate_command", "validate_episodes",
-    "validate_results", "validation_settings", "viewer_command", "viewer_html", "viewer_results", "walk_aways",
+    "settings_from_protocol", "signed_distance", "solve_scenario", "solve_scenarios",
+    "style_dagger", "style_summary", "synthetic_tables", "validate_episodes",
+    "validate_results", "validation_settings", "viewer_html", "viewer_results", "walk_aways",
     "write_analysis", "write_viewer",
 ]

@@ -3,7 +3,6 @@
 from negotiation.evaluation._accounting import arm_accounting, write_accounting
 from negotiation.evaluation._cell import AgentPool, CellProgress, CellSpec, error_row, play_episode, run_cell
 from negotiation.evaluation._fingerprint import StoreFingerprint, adopt_fingerprint
-from negotiation.evaluation._cli import evaluate, serve_standin
 from negotiation.evaluation._pilot import GateRule, PilotResult, decide, run_pilot
 from negotiation.evaluation._run import EvaluationResult, RunOptions, cell_fingerprint, evaluate_arm, evaluate_cell
 from negotiation.evaluation._setup import agent_factory, build_cell, env_config, parse_buyers, parse_seeds
@@ -15,6 +14,6 @@ __all__ = [
     "FAULT_KINDS", "PERSONAS", "AgentPool", "CellProgress", "CellSpec", "EvaluationResult", "Faults", "GateRule",
     "PilotResult", "PromptReadError", "ResultsStore", "RunOptions", "StandinConfig", "StandinServer",
     "StoreFingerprint", "StoreLockedError", "adopt_fingerprint", "agent_factory", "arm_accounting", "build_cell", "cell_fingerprint", "decide", "env_config", "error_row",
-    "evaluate", "evaluate_arm", "evaluate_cell", "parse_buyers", "parse_seeds", "play_episode", "read_view", "run_cell",
-    "run_pilot", "serve_standin", "write_accounting",
+    "evaluate_arm", "evaluate_cell", "parse_buyers", "parse_seeds", "play_episode", "read_view", "run_cell",
+    "run_pilot", "write_accounting",
 ]

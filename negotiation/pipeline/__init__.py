@@ -12,7 +12,6 @@ from typing import Any
 
 _EXPORTS = {
     "_analysis": ("run_analyze", "run_audit_stage", "run_report", "run_validate"),
-    "_cli": ("pipeline_app", "status_command"),
     "_evaluate": ("GateClosedError", "arm_metrics", "run_evaluate_stage", "run_pilot_stage"),
     "_plan": ("all_arms", "build_plan", "plan_path", "render_plan", "write_plan"),
     "_scenarios": ("run_scenarios", "scenario_table"),

@@ -151,14 +151,10 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, o
 def _train_with_nemo(study_name: str, run: str, branch_step: int | None) -> dict[str, Any]:
     """Write the run's NeMo-RL config (a continuation from the plan's ``branch_step``) and launch
     it; stops first naming what is missing."""
-    from negotiation.training.nemo import launch_training, require_backend
-    from negotiation.training.nemo._cli import train_config
-    from negotiation.training.nemo._config import DEFAULT_PROMPT_BUILDER
+    from negotiation.training.nemo import launch_training, require_backend, write_run_config
 
     require_backend()  # raises BackendUnavailableError listing nemo_rl, ray, GPUs, ...
-    config = train_config(study_name, run, out=None, runs_dir=None, tokenizer=None, no_tokenizer=True,
-                          parent_step=branch_step, seed=0, gpus_per_node=None, num_nodes=1,
-                          prompt_builder=DEFAULT_PROMPT_BUILDER, root=None)
+    config, _ = write_run_config(study_name, run, use_tokenizer=False, parent_step=branch_step)
     launch_training(config)
     return {"run": run, "config": str(config)}
 

@@ -6,7 +6,6 @@ those of the domain schemas they name). This package types those files; ``negoti
 loads and cross-checks them and owns the lock. See ``docs/protocol.md``.
 """
 
-from negotiation.protocol._cli import EXIT_FAILED, EXIT_INPUT, exit_with, protocol_app, root_option
 from negotiation.protocol._env import env_config
 from negotiation.protocol._files import (
     StrictModel,
@@ -21,7 +20,7 @@ from negotiation.protocol._schema_arms import Arm, ArmMatrix, ArmName, fill_sell
 from negotiation.protocol._schema_env import SamplingSettings, SeedBlock
 
 __all__ = [
-    "EXIT_FAILED", "EXIT_INPUT", "Arm", "ArmMatrix", "ArmName", "Protocol", "SamplingSettings", "SeedBlock",
-    "StrictModel", "display_path", "env_config", "exit_with", "fill_seller", "load_json_model", "load_yaml",
-    "load_yaml_model", "parse_yaml", "protocol_app", "root_option",
+    "Arm", "ArmMatrix", "ArmName", "Protocol", "SamplingSettings", "SeedBlock",
+    "StrictModel", "display_path", "env_config", "fill_seller", "load_json_model", "load_yaml",
+    "load_yaml_model", "parse_yaml",
 ]

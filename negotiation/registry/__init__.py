@@ -7,7 +7,6 @@ The audit checks results and registry against the protocol. See ``docs/protocol.
 
 from negotiation.registry._audit import AuditReport, Finding, run_audit
 from negotiation.registry._checks import CHECKS
-from negotiation.registry._cli import audit_command, deviation_app, print_report
 from negotiation.registry._deviation import CATEGORIES, Cell, Deviation, DeviationLog, load_deviation_log
 from negotiation.registry._effective import effective_protocol, value_problems
 from negotiation.registry._entries import Registry, SignOff, load_registry
@@ -22,7 +21,7 @@ from negotiation.registry._scaffold import new_deviation
 
 __all__ = [
     "CATEGORIES", "CHECKS", "AuditReport", "Cell", "CheckpointError", "Deviation", "DeviationLog", "Finding",
-    "ReadPoint", "Registry", "SignOff", "audit_command", "deviation_app", "effective_protocol",
-    "list_checkpoint_steps", "load_deviation_log", "load_registry", "new_deviation", "print_report", "run_audit",
+    "ReadPoint", "Registry", "SignOff", "effective_protocol",
+    "list_checkpoint_steps", "load_deviation_log", "load_registry", "new_deviation", "run_audit",
     "select_checkpoint", "select_read_point", "value_problems",
 ]

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from negotiation.analysis import ValidationFailed
 from negotiation.analysis._bargaining import signed_distance
-from negotiation.analysis._cli import analysis_app
+from negotiation.cli._analysis_cmds import analysis_app
 from negotiation.analysis._errors import SignoffError
 from negotiation.analysis._frontier import Frontier
 

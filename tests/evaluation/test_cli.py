@@ -7,7 +7,7 @@ import typer
 from helpers import standin
 from typer.testing import CliRunner
 
-from negotiation.evaluation import evaluate, serve_standin
+from negotiation.cli._evaluate_cmds import evaluate, serve_standin
 
 app = typer.Typer()
 app.command("evaluate")(evaluate)

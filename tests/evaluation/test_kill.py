@@ -17,7 +17,7 @@ import typer
 from helpers import standin
 from typer.testing import CliRunner
 
-from negotiation.evaluation import evaluate
+from negotiation.cli._evaluate_cmds import evaluate
 
 REPO = Path(__file__).resolve().parents[2]
 DOMAINS = "used_car,job_offer,media_rights"
@@ -26,7 +26,7 @@ SEEDS = "5000000:5000008"
 
 def command(out: Path, seller: str, buyers: list[str], *extra: str, domains: str = DOMAINS,
             seeds: str = SEEDS) -> list[str]:
-    cmd = [sys.executable, "-m", "negotiation.evaluation", "evaluate", "--study", "demo", "--seller", seller,
+    cmd = [sys.executable, "-m", "negotiation.cli", "evaluate", "--study", "demo", "--seller", seller,
            "--domains", domains, "--seeds", seeds, "--out", str(out), "--no-pilot", "--concurrency", "6",
            "--backoff", "0.005", "--backoff-max", "0.02", *extra]
     for buyer in buyers:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import typer
 from typer.testing import CliRunner
 
-from negotiation.protocol import EXIT_FAILED, EXIT_INPUT, protocol_app
+from negotiation.cli._app import EXIT_FAILED, EXIT_INPUT
+from negotiation.cli._protocol_cmds import protocol_app
 
 app = typer.Typer()
 app.add_typer(protocol_app, name="protocol")

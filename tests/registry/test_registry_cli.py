@@ -8,8 +8,9 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from negotiation.protocol import EXIT_FAILED, EXIT_INPUT
-from negotiation.registry import CHECKS, Deviation, audit_command, deviation_app, run_audit
+from negotiation.cli._app import EXIT_FAILED, EXIT_INPUT
+from negotiation.cli._registry_cmds import audit_command, deviation_app
+from negotiation.registry import CHECKS, Deviation, run_audit
 
 app = typer.Typer()
 app.command("audit")(audit_command)

@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 
 from negotiation.env import REPO_ROOT
 from negotiation.errors import ConfigError
+from negotiation.cli._train_cmds import train_config
 from negotiation.study import freeze
-from negotiation.training.nemo import BackendUnavailableError, read_train_config, train_config
+from negotiation.training.nemo import BackendUnavailableError, read_train_config
 
 app = typer.Typer()
 app.callback()(lambda: None)

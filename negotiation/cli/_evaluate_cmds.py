@@ -1,6 +1,5 @@
-"""CLI commands: ``nego evaluate`` (ad hoc cells outside DVC) and ``nego serve-standin``.
+"""``nego evaluate`` (ad hoc cells outside DVC) and ``nego serve-standin``.
 
-Mount with ``app.command("evaluate")(evaluate)`` and ``app.command("serve-standin")(serve_standin)``.
 ``evaluate`` exits 0 when the cell finished with no error rows and no blocked pilot gate, 1 when
 error rows remain or a gate stopped a buyer, and 2 on bad input (one ``file:key: reason`` line).
 """

@@ -10,9 +10,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from negotiation.cli._app import EXIT_FAILED, EXIT_INPUT
+from negotiation.cli._protocol_cmds import exit_with, root_option
 from negotiation.errors import ConfigError
 from negotiation.names import check_name
-from negotiation.protocol import EXIT_FAILED, EXIT_INPUT, exit_with, root_option
 from negotiation.study import default_root
 from negotiation.registry._audit import AuditReport, run_audit
 from negotiation.registry._checks import CHECKS

@@ -1,7 +1,7 @@
-"""Typer commands of the analysis: contrast, frontier, validate, analyze, report, viewer, packet, signoff.
+"""``nego contrast|frontier|validate|analyze|report|viewer|packet|signoff``: the analysis commands.
 
-The ``nego`` app mounts these functions (``negotiation.cli``); ``analysis_app`` holds
-them all for tests and for running the package on its own.
+``negotiation.cli._mounts`` mounts these functions on ``nego``; ``analysis_app`` holds them all
+for tests.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Optional
 import numpy as np
 import typer
 
-from negotiation.analysis._errors import AnalysisError, SignoffError
+from negotiation.analysis import AnalysisError, SignoffError
 
 STUDY = typer.Option("demo", "--study", help="Study whose protocol/<study>/ supplies the constants.")
 ROOT = typer.Option(None, "--root", help="Repository root holding protocol/ and registry/ (default: this checkout).")

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from negotiation.pipeline._plan import write_plan
+from negotiation.pipeline import write_plan
 from negotiation.pipeline._status import arm_reads, arm_rows, study_state
 
 pipeline_app = typer.Typer(help="The DVC pipeline's derived files (plan and per-study pipeline).",

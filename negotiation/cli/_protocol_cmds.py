@@ -7,14 +7,11 @@ from typing import Optional
 
 import typer
 
+from negotiation.cli._app import EXIT_FAILED, EXIT_INPUT
 from negotiation.errors import ConfigError
+from negotiation.study import LockError, default_root, freeze, verify
 
-__all__ = ["EXIT_FAILED", "EXIT_INPUT", "exit_with", "protocol_app", "root_option"]
-
-EXIT_FAILED = 1
-"""Exit status of a check that ran and found a problem (verify, audit)."""
-EXIT_INPUT = 2
-"""Exit status of input that cannot be read: malformed YAML, schema violation, unknown study."""
+__all__ = ["exit_with", "protocol_app", "root_option"]
 
 protocol_app = typer.Typer(
     help="Freeze and verify a study's protocol: protocol/<study>/{protocol,arms}.yaml and its domains.",
@@ -43,8 +40,6 @@ def freeze_command(
     root: Optional[Path] = root_option(),
 ) -> None:
     """Validate the study and write protocol/<study>/lock.yaml with the hash of every frozen file."""
-    from negotiation.study import default_root, freeze  # the study package sits above the protocol
-
     try:
         lock = freeze(study, root or default_root())
     except ConfigError as exc:
@@ -58,8 +53,6 @@ def verify_command(
     root: Optional[Path] = root_option(),
 ) -> None:
     """Recompute the hashes of the study's frozen files and compare them with its lock."""
-    from negotiation.study import LockError, default_root, verify  # the study package sits above the protocol
-
     try:
         lock = verify(study, root or default_root())
     except LockError as exc:
