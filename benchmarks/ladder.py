@@ -33,7 +33,7 @@ def play_base(protocol: Any, folder: Path, seeds: int, device: str) -> dict[str,
     from transformers import AutoModelForCausalLM
 
     from negotiation.agents import make_agent
-    from negotiation.agents._llm import turn_seed
+    from negotiation.agents._llm_settings import turn_seed
     from negotiation.env import Negotiation, load_domain, make_scenario, render_messages
     from negotiation.lm import BatchGenerator, GenerationRequest, load_tokenizer
     from negotiation.protocol import env_config

@@ -19,7 +19,7 @@ import asyncio
 import time
 from typing import Any
 
-from negotiation.agents._llm import LLMSettings, spec_sampling_overrides, turn_seed
+from negotiation.agents._llm_settings import HF_OPTIONS, LLMSettings, resolve_settings, spec_sampling_overrides, turn_seed
 from negotiation.agents._llm_retry import AgentCallError
 from negotiation.agents._llm_sampling import SamplingRecord, warn_drift
 from negotiation.agents._llm_transport import CallFailure
@@ -141,3 +141,9 @@ def _stop_ids(model: Any, tokenizer: Any) -> tuple[int, ...]:
             if token is not None and int(token) not in found:
                 found.append(int(token))
     return tuple(found)
+
+
+def make_hf_agent(spec: AgentSpec, role: Role, settings: LLMSettings | None = None) -> Any:
+    """Factory for ``hf:<model dir>``: a local transformers model (imported on first use)."""
+    spec.check_known(HF_OPTIONS)
+    return HfAgent(spec, role, resolve_settings(spec, role, settings))

@@ -45,6 +45,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from negotiation.agents._llm import LLMAgent, build_llm_agent
+from negotiation.agents._llm_settings import VLLM_OPTIONS, LLMSettings, resolve_settings
 from negotiation.agents._spec import AgentSpec
 from negotiation.env import Role
 from negotiation.errors import ConfigError, NegotiationError
@@ -284,10 +286,8 @@ def _bool(text: str) -> bool:
     return text.lower() == "true"
 
 
-def attach_vllm_server(spec: AgentSpec, role: Role, settings: Any, serve: ServeSettings | None) -> Any:
+def attach_vllm_server(spec: AgentSpec, role: Role, settings: LLMSettings, serve: ServeSettings | None) -> LLMAgent:
     """An ``LLMAgent`` talking to a vLLM server it owns (or to ``api_base``)."""
-    from negotiation.agents._llm import build_llm_agent
-
     name = spec.option("served_model_name", Path(spec.target.rstrip("/")).name or "seller")
     api_base = spec.option("api_base", None)
     if api_base is not None:
@@ -304,3 +304,10 @@ def attach_vllm_server(spec: AgentSpec, role: Role, settings: Any, serve: ServeS
     agent = build_llm_agent(spec, role, settings, model=f"hosted_vllm/{name}", api_base=server.api_base)
     agent.server = server
     return agent
+
+
+def make_vllm_agent(spec: AgentSpec, role: Role, settings: LLMSettings | None = None,
+                    serve: Any = None) -> LLMAgent:
+    """Factory for ``vllm:<checkpoint>``: starts ``vllm serve`` (``VllmServer``) or uses ``api_base``."""
+    spec.check_known(VLLM_OPTIONS)
+    return attach_vllm_server(spec, role, resolve_settings(spec, role, settings), serve)

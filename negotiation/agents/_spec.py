@@ -22,8 +22,8 @@ _FACTORIES: dict[str, str] = {
     "scripted": "negotiation.agents._scripted:make_scripted",
     "policy": "negotiation.agents._policy:make_policy_agent",
     "litellm": "negotiation.agents._llm:make_litellm_agent",
-    "vllm": "negotiation.agents._llm:make_vllm_agent",
-    "hf": "negotiation.agents._llm:make_hf_agent",
+    "vllm": "negotiation.agents._llm_vllm:make_vllm_agent",
+    "hf": "negotiation.agents._llm_hf:make_hf_agent",
 }
 
 

@@ -9,13 +9,8 @@ import pytest
 from car_prefs import SCENARIO
 
 from negotiation.agents import parse_spec
-from negotiation.agents._llm import (
-    LLMSettings,
-    default_sampling_role,
-    make_litellm_agent,
-    settings_from_protocol,
-    turn_seed,
-)
+from negotiation.agents._llm import make_litellm_agent
+from negotiation.agents._llm_settings import LLMSettings, default_sampling_role, settings_from_protocol, turn_seed
 from negotiation.agents._llm_retry import AgentCallError, RetryPolicy
 from negotiation.agents._llm_sampling import Sampling, SamplingDriftWarning
 from negotiation.agents._llm_transport import Completion

@@ -10,7 +10,8 @@ import pytest
 from car_prefs import SCENARIO
 
 from negotiation.agents import parse_spec
-from negotiation.agents._llm import LLMSettings, make_hf_agent
+from negotiation.agents._llm_hf import make_hf_agent
+from negotiation.agents._llm_settings import LLMSettings
 from negotiation.agents._llm_sampling import Sampling
 from negotiation.env import EnvConfig, Negotiation
 from negotiation.errors import ConfigError

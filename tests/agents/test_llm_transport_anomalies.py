@@ -146,7 +146,8 @@ def test_retry_after_keeps_meaningful_values():
 def test_a_run_against_a_hostile_provider_ends_in_error_rows(tmp_path):
     """The harness end to end: every anomaly class in turn, then error rows, no exception."""
     from negotiation.agents import parse_spec
-    from negotiation.agents._llm import LLMSettings, make_litellm_agent
+    from negotiation.agents._llm import make_litellm_agent
+    from negotiation.agents._llm_settings import LLMSettings
     from negotiation.agents._llm_sampling import Sampling
     from negotiation.evaluation import CellSpec, ResultsStore, env_config, run_cell
     from negotiation.study import load_study

@@ -13,10 +13,12 @@ import pytest
 from car_prefs import SCENARIO
 
 from negotiation.agents import parse_spec
-from negotiation.agents._llm import LLMSettings, make_vllm_agent
+from negotiation.agents._llm_settings import LLMSettings
 from negotiation.agents._llm_retry import RetryPolicy
 from negotiation.agents._llm_sampling import Sampling
-from negotiation.agents._llm_vllm import ServeError, ServeSettings, VllmServer, group_members, serve_args
+from negotiation.agents._llm_vllm import (
+    ServeError, ServeSettings, VllmServer, group_members, make_vllm_agent, serve_args,
+)
 from negotiation.env import EnvConfig, Negotiation
 from negotiation.errors import ConfigError
 from negotiation.study import load_study

@@ -6,7 +6,8 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from negotiation.agents import parse_spec
-from negotiation.agents._llm import LLMSettings, make_litellm_agent
+from negotiation.agents._llm import make_litellm_agent
+from negotiation.agents._llm_settings import LLMSettings
 from negotiation.agents._llm_retry import RetryPolicy
 from negotiation.agents._llm_sampling import Sampling
 from negotiation.evaluation import Faults, StandinConfig, StandinServer, env_config
