@@ -98,7 +98,8 @@ def sweep(study, out: Path) -> None:
                and a.lr_multiple == 3 and study.protocol.sizes[a.size].width == largest.width)
     base, env, chosen, results = train_config_for(study, run), training_env(study.protocol), None, {}
     for lr in SWEEP_GRID:
-        recipe = base.recipe.model_copy(update={"lr": lr, "lr_floor": lr * base.recipe.lr_floor / base.recipe.lr})
+        recipe = base.recipe.model_copy(update={"learning_rate": lr,
+                                                 "lr_floor": lr * base.recipe.lr_floor / base.recipe.learning_rate})
         run_dir = out / f"sweep_{lr:g}"
         summary = train_arm(base.model_copy(update={"recipe": recipe}), env, run_dir, track=False)
         collapsed = _collapsed(summary, run_dir)

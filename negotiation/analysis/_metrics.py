@@ -14,6 +14,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.analysis._errors import MetricError
+from negotiation.protocol import NoDealPenalty  # the protocol's rule for λ, not a second one
 
 PANEL_ALL = "all"
 """Every episode of the arm."""
@@ -37,7 +38,7 @@ class MetricContext(BaseModel):
 
     version: Literal[1] = 1
     """Schema version of this record."""
-    no_deal_penalty: float = Field(gt=0)
+    no_deal_penalty: NoDealPenalty
     """λ: a no-deal scores S = −λ."""
     turn_cap: int = Field(gt=0)
     """Most turns an episode may take (two per round)."""

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.analysis._errors import ValidationFailed
 from negotiation.analysis._metrics import require_columns
+from negotiation.protocol import NoDealPenalty  # the protocol's rule for λ, not a second one
 
 ROW_KEY = ["arm", "domain", "seed", "buyer"]
 """Columns that name a failing row."""
@@ -42,7 +43,7 @@ class ValidationSettings(BaseModel):
     """Episodes each arm must have."""
     max_error_rows: int = Field(ge=0)
     """Error rows allowed over all arms."""
-    no_deal_penalty: float = Field(gt=0)
+    no_deal_penalty: NoDealPenalty
     """λ: S of a no-deal is −λ, so S ∈ [−λ, 1]."""
     turn_cap: int = Field(gt=0)
     """Most turns an episode may have."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from negotiation.env import EnvConfig
+from negotiation.protocol._schema_env import Environment
 
 PHASES = ("evaluation", "training")
 
@@ -12,8 +13,13 @@ PHASES = ("evaluation", "training")
 def env_config(protocol: Any, phase: str = "evaluation") -> EnvConfig:
     """``EnvConfig`` for ``phase`` from the protocol's ``environment`` section (T, λ, g_fmt,
     g_len, t_soft and the phase's accept-terms flag)."""
+    return environment_config(protocol.environment, phase)
+
+
+def environment_config(e: Environment, phase: str) -> EnvConfig:
+    """``EnvConfig`` for ``phase`` from an ``environment`` section alone (what travels to a
+    training backend's environment actor)."""
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
-    e = protocol.environment
     return EnvConfig(max_rounds=e.max_rounds, no_deal_penalty=e.no_deal_penalty, g_fmt=e.g_fmt, g_len=e.g_len,
                      t_soft=e.t_soft, accept_applies_terms=getattr(e.accept_terms_applied, phase), phase=phase)

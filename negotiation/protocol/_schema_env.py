@@ -10,7 +10,7 @@ from pydantic import AfterValidator, Field, model_validator
 from negotiation.protocol._files import StrictModel
 
 __all__ = [
-    "AcceptTermsApplied", "Buyers", "Domains", "Environment", "EvaluationBuyer", "Sampling",
+    "AcceptTermsApplied", "Buyers", "Domains", "Environment", "EvaluationBuyer", "NoDealPenalty", "Sampling",
     "SamplingSettings", "SeedBlock", "SeedBlocks", "TrainingBuyer", "check_spec",
 ]
 
@@ -38,6 +38,9 @@ def _check_name(text: str) -> str:
 
 Spec = Annotated[str, AfterValidator(check_spec)]
 Name = Annotated[str, AfterValidator(_check_name)]
+NoDealPenalty = Annotated[float, Field(gt=0)]
+"""λ of Eq. 1, strictly positive: the paper puts the no-deal outcome ``-λ`` strictly below the
+worst deal's ``Ũ = 0``, so the seller has no outside option. Every model holding λ uses this type."""
 
 
 class AcceptTermsApplied(StrictModel):
@@ -54,7 +57,7 @@ class Environment(StrictModel):
 
     max_rounds: int = Field(gt=0)
     """T: rounds (one seller turn and one buyer turn each) before a no-deal."""
-    no_deal_penalty: float = Field(ge=0)
+    no_deal_penalty: NoDealPenalty
     """λ: a no-deal scores ``-λ`` in the outcome term of Eq. 1."""
     g_fmt: float = Field(ge=0)
     """Weight of the seller's malformed-turn fraction in Eq. 1."""

@@ -38,8 +38,8 @@ class KlPenalty(StrictModel):
 class Clip(StrictModel):
     """PPO ratio clipping ``[1 - low, 1 + high]``."""
 
-    low: float = Field(gt=0)
-    """Lower clip offset."""
+    low: float = Field(gt=0, lt=1)
+    """Lower clip offset; below 1 so the lower bound ``1 - low`` of the ratio stays positive."""
     high: float = Field(gt=0)
     """Upper clip offset."""
 

@@ -1,61 +1,52 @@
-"""Typed inputs of the demo trainer: the study's recipe, its training data, and one arm.
+"""Typed inputs of the trainers: the protocol's recipe, the training data, one run.
 
-The numbers come from the study protocol (``protocol/<study>/protocol.yaml``); these models
-only give them types and checks, they do not restate them. ``TrainConfig`` bundles what one
-``train_arm`` call needs.
+The recipe is the protocol's own model (``negotiation.protocol.Recipe``; a run reads the one
+``Protocol.recipe_for`` gives its size): nothing here restates or re-validates a recipe number.
+What this module adds is what both trainers share and the protocol does not state: which recipe
+choices the trainers implement (``recipe_problems``), the training-data view both backends draw
+scenarios from (``TrainData``), and the identity of one run (``RunArm``), which each trainer
+extends with its model (``ArmTraining`` here, ``LmArm`` in ``negotiation.training.lm``).
+``TrainConfig`` bundles what one demo ``train_arm`` call needs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from negotiation.protocol import Recipe
+
+__all__ = ["ArmTraining", "BuyerShare", "RunArm", "TrainConfig", "TrainData", "recipe_problems"]
+
+# Recipe choices whose other values neither trainer implements, with the value they implement.
+_IMPLEMENTED = {"normalize_rewards": True, "baseline": "leave_one_out", "schedule": "warmup_cosine",
+                "continuation_schedule": "restart", "loss_level": "token"}
+
+
+def recipe_problems(recipe: Recipe, *, tokens: bool) -> list[str]:
+    """``key: reason`` for every choice of ``recipe`` the trainers do not implement.
+
+    Both trainers: group-normalized leave-one-out advantages (a group of >= 3, so a rollout's
+    others have a sample standard deviation), the token-level mean, k3 KL in the loss, a
+    warmup-cosine schedule that a continuation restarts. The token-level trainer (``tokens``)
+    also needs token caps and the front-loaded floor of App. H (a truncated episode keeps -λ).
+    """
+    need = {**_IMPLEMENTED, **({"reward_plumbing": "front_loaded_floor"} if tokens else {})}
+    problems = [f"{key}: the trainers implement {value!r}, got {getattr(recipe, key)!r}"
+                for key, value in need.items() if getattr(recipe, key) != value]
+    if recipe.group_size < 3:
+        problems.append(f"group_size: the leave-one-out std needs >= 3, got {recipe.group_size}")
+    if recipe.kl.estimator != "k3" or recipe.kl.applied_to != "loss":
+        problems.append(f"kl: the trainers implement k3 in the loss, got {recipe.kl.estimator!r} in the "
+                        f"{recipe.kl.applied_to!r}")
+    if tokens and recipe.sequences is None:
+        problems.append("sequences: a language-model run needs token caps, got null")
+    return problems
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class GrpoRecipe(_Strict):
-    """The GRPO recipe shared by every arm of a study (paper App. H)."""
-
-    version: int = 1
-    """Version of this record."""
-    group_size: int = Field(ge=3)
-    """Rollouts per scenario (the GRPO group); >= 3 so the leave-one-out std exists."""
-    scenarios_per_step: int = Field(ge=1)
-    """Scenarios per optimizer step; episodes per step = scenarios x group."""
-    lr: float = Field(gt=0)
-    """Shared peak learning rate (the 1x arm); other arms scale it by their multiple."""
-    lr_floor: float = Field(ge=0)
-    """Cosine floor at the 1x rate; scaled by the arm's multiple like the peak."""
-    warmup_steps: int = Field(ge=0)
-    """Linear warmup steps at the start of every schedule (initial run or continuation)."""
-    clip_low: float = Field(ge=0, lt=1)
-    """PPO ratio clip below 1."""
-    clip_high: float = Field(ge=0)
-    """PPO ratio clip above 1."""
-    kl_coef: float = Field(ge=0)
-    """Weight of the k3 KL to the base policy in the loss (not in the reward)."""
-    kl_estimator: Literal["k3"] = "k3"
-    """KL estimator; only k3 is implemented, as the recipe states."""
-    adam_betas: tuple[float, float]
-    """Adam β1, β2."""
-    weight_decay: float = Field(ge=0)
-    """Decoupled (AdamW) weight decay."""
-    max_grad_norm: float = Field(gt=0)
-    """Global gradient-norm clip (NeMo-RL's ``policy.max_grad_norm``)."""
-    val_period: int = Field(ge=1)
-    """Validate at step 0 and every this many steps."""
-    checkpoint_period: int = Field(ge=1)
-    """Write ``step_N/`` every this many steps (and at the last step)."""
-
-    @model_validator(mode="after")
-    def _floor_below_peak(self) -> GrpoRecipe:
-        if self.lr_floor > self.lr:
-            raise ValueError(f"lr_floor {self.lr_floor} exceeds lr {self.lr}")
-        return self
 
 
 class BuyerShare(_Strict):
@@ -97,33 +88,38 @@ class TrainData(_Strict):
         return self
 
 
-class ArmTraining(_Strict):
-    """One training arm: a size, a rate multiple, a step budget, maybe a parent checkpoint."""
+class RunArm(_Strict):
+    """One training run: a rate multiple, a step budget, a seed, maybe a parent checkpoint."""
 
     version: int = 1
     """Version of this record."""
     study: str = Field(min_length=1)
     """Study name (the MLflow experiment)."""
     arm: str = Field(min_length=1)
-    """Arm name, unique in the study."""
+    """Run name, unique in the study (the MLflow run name)."""
+    lr_multiple: float = Field(gt=0)
+    """Multiple of the shared learning rate (peak and floor)."""
+    steps: int = Field(ge=1)
+    """Optimizer steps of this run (a continuation counts only its own)."""
+    seed: int = Field(ge=0)
+    """Training seed: data order, rollout sample seeds, torch's global stream."""
+    parent: Path | None = None
+    """``step_N/`` folder to continue from (fresh schedule, KL to the chain's base)."""
+    parent_arm: str | None = None
+    """Run whose checkpoint ``parent`` is (tagged on the MLflow run)."""
+
+
+class ArmTraining(RunArm):
+    """A run of the demo's policy network: its shape and initial weights."""
+
     width: int = Field(ge=2)
     """Policy hidden width (the size)."""
     depth: int = Field(default=2, ge=1)
     """Hidden layers per MLP."""
     value_bins: int = Field(default=11, ge=2)
     """Own-φ levels of a continuous value."""
-    lr_multiple: float = Field(gt=0)
-    """Multiple of the shared learning rate (peak and floor)."""
-    steps: int = Field(ge=1)
-    """Optimizer steps of this run (a continuation counts only its own)."""
     init_seed: int = Field(ge=0)
     """Seed of the initial weights (shared by every run and the base arm of the size)."""
-    seed: int = Field(ge=0)
-    """Training seed: data order and rollout sample seeds."""
-    parent: Path | None = None
-    """``step_N/`` folder to continue from (fresh schedule, KL to the chain's base)."""
-    parent_arm: str | None = None
-    """Arm whose run wrote ``parent`` (tagged on the MLflow run)."""
 
 
 class TrainConfig(_Strict):
@@ -131,11 +127,18 @@ class TrainConfig(_Strict):
 
     version: int = 1
     """Version of this record."""
-    recipe: GrpoRecipe
-    """The study's recipe."""
+    recipe: Recipe
+    """The run's recipe: the protocol's own section, as ``Protocol.recipe_for`` gives it."""
     data: TrainData
     """Training and validation scenarios."""
     arm: ArmTraining
     """The arm being trained."""
     protocol_hash: str = ""
     """Hash of the frozen protocol the numbers came from (tagged on the run)."""
+
+    @model_validator(mode="after")
+    def _implemented(self) -> TrainConfig:
+        problems = recipe_problems(self.recipe, tokens=False)
+        if problems:
+            raise ValueError(f"protocol/{self.arm.study}/protocol.yaml:training.{problems[0]}")
+        return self

@@ -1,7 +1,8 @@
 """From a loaded study (``negotiation.protocol``) to the trainer's typed inputs.
 
-Every number comes from ``protocol/<study>/protocol.yaml``; this module only maps keys and
-refuses recipes the demo trainer does not implement. Two things the protocol does not state
+Every number comes from ``protocol/<study>/protocol.yaml``; the recipe is passed on as the
+protocol's own model, and this module maps the data sections and refuses recipes the trainers
+do not implement (``recipe_problems``). Two things the protocol does not state
 are fixed here and documented in ``docs/training.md``:
 
 - where the validation set comes from: the protocol's ``training.validation_scenarios``
@@ -19,14 +20,9 @@ from negotiation.agents._policy_net import PolicyArch
 from negotiation.env import EnvConfig
 from negotiation.errors import ConfigError
 from negotiation.training._checkpoint import checkpoint_steps
-from negotiation.training._grpo import MAX_GRAD_NORM
-from negotiation.training._config import ArmTraining, BuyerShare, GrpoRecipe, TrainConfig, TrainData
+from negotiation.training._config import ArmTraining, BuyerShare, TrainConfig, TrainData, recipe_problems
 
 VALIDATION_SHARE = 10
-
-# Recipe keys whose other values this trainer does not implement, with the value it needs.
-_REQUIRED = {"algorithm": "grpo", "normalize_rewards": True, "baseline": "leave_one_out",
-             "schedule": "warmup_cosine", "continuation_schedule": "restart", "loss_level": "token"}
 
 
 def training_env(protocol) -> EnvConfig:
@@ -36,24 +32,9 @@ def training_env(protocol) -> EnvConfig:
     return env_config(protocol, "training")
 
 
-def _recipe(protocol, where: str) -> GrpoRecipe:
-    t = protocol.training
-    for key, need in _REQUIRED.items():
-        if getattr(t, key) != need:
-            raise ConfigError(f"{where}:training.{key}: the demo trainer implements {need!r}, "
-                              f"got {getattr(t, key)!r}")
-    if t.kl.estimator != "k3" or t.kl.applied_to != "loss":
-        raise ConfigError(f"{where}:training.kl: the demo trainer implements k3 in the loss, got "
-                          f"{t.kl.estimator!r} in the {t.kl.applied_to!r}")
-    return GrpoRecipe(group_size=t.group_size, scenarios_per_step=t.scenarios_per_step,
-                      lr=t.learning_rate, lr_floor=t.lr_floor, warmup_steps=t.warmup_steps,
-                      clip_low=t.clip.low, clip_high=t.clip.high, kl_coef=t.kl.coefficient,
-                      adam_betas=tuple(t.optimizer.betas), weight_decay=t.optimizer.weight_decay,
-                      max_grad_norm=MAX_GRAD_NORM, val_period=t.validation_every,
-                      checkpoint_period=t.checkpoint_every)
-
-
-def _data(protocol) -> TrainData:
+def training_data(protocol) -> TrainData:
+    """The training and validation scenario sources of a protocol: the one mapping both
+    backends draw their scenarios through."""
     block = protocol.seeds.training
     split = block.stop - max(1, block.size // VALIDATION_SHARE)
     buyers = tuple(BuyerShare(spec=b.spec, weight=b.weight) for b in protocol.buyers.training)
@@ -93,14 +74,16 @@ def train_config_for(study, run: str, *, parent: Path | None = None, steps: int 
         need = "needs the parent's final checkpoint" if arm.parent_run else "has no parent run"
         raise ConfigError(f"{where}:arms.{run}.parent_run: run {run!r} {need} "
                           f"(got parent={parent})")
-    t = protocol.training
+    t = protocol.recipe_for(arm.size)
+    problems = recipe_problems(t, tokens=False)
+    if problems:
+        raise ConfigError(f"protocol/{study.name}/protocol.yaml:training.{problems[0]}")
     if steps is None:
         steps = t.continuation_steps if arm.parent_run else t.initial_steps
     arm_cfg = ArmTraining(study=study.name, arm=run, width=size.width, lr_multiple=arm.lr_multiple,
                           steps=steps, init_seed=size.init_seed, seed=size.init_seed,
                           parent=parent, parent_arm=arm.parent_run)
-    return TrainConfig(recipe=_recipe(protocol, f"protocol/{study.name}/protocol.yaml"),
-                       data=_data(protocol), arm=arm_cfg, protocol_hash=protocol_hash)
+    return TrainConfig(recipe=t, data=training_data(protocol), arm=arm_cfg, protocol_hash=protocol_hash)
 
 
 def branch_checkpoint(run_dir: Path, step: int) -> Path:

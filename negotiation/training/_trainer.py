@@ -43,7 +43,7 @@ from negotiation.training._checkpoint import (
 )
 from negotiation.training._config import TrainConfig
 from negotiation.training._data import ScenarioMaker, TrainItem, training_items, validation_items
-from negotiation.training._grpo import clipped_surrogate, k3_kl, loo_advantages, lr_at, masked_mean
+from negotiation.training._grpo import MAX_GRAD_NORM, clipped_surrogate, k3_kl, loo_advantages, lr_at, masked_mean
 from negotiation.training._rollout import Rollouts, play
 from negotiation.tracking import MlflowTracker, NullTracker, experiment_name, flatten, git_commit
 
@@ -100,8 +100,9 @@ def _start(cfg: TrainConfig, run_dir: Path) -> _State:
         branch, consumed = info.combined_step, info.consumed_scenarios
     base = Policy.load(base_dir).net if arm.parent is not None else copy.deepcopy(policy.net)
     base.requires_grad_(False)
-    optimizer = torch.optim.AdamW(policy.net.parameters(), lr=recipe.lr * arm.lr_multiple,
-                                  betas=recipe.adam_betas, weight_decay=recipe.weight_decay)
+    optimizer = torch.optim.AdamW(policy.net.parameters(), lr=recipe.learning_rate * arm.lr_multiple,
+                                  betas=recipe.optimizer.betas,
+                                  weight_decay=recipe.optimizer.weight_decay)
     # Continuations draw different sample seeds from their parent by keying on the branch step.
     rng = np.random.default_rng(np.random.SeedSequence([arm.seed, branch]))
     return _State(policy, base, base_dir, optimizer, rng, branch, consumed, arm.parent)
@@ -128,12 +129,12 @@ def _grpo_update(st: _State, ro: Rollouts, adv: np.ndarray, cfg: TrainConfig,
     # One optimizer step per GRPO step (global batch = all episodes): the rollout policy is the
     # current one, so the old log-probs are the current ones detached and the ratio starts at 1.
     ratio = torch.exp(logp - logp.detach())
-    pg = clipped_surrogate(ratio, adv_tok, recipe.clip_low, recipe.clip_high)
+    pg = clipped_surrogate(ratio, adv_tok, recipe.clip.low, recipe.clip.high)
     kl = k3_kl(logp, ref_logp)
-    loss = masked_mean(pg + recipe.kl_coef * kl, mask)
+    loss = masked_mean(pg + recipe.kl.coefficient * kl, mask)
     st.optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    grad_norm = torch.nn.utils.clip_grad_norm_(st.policy.net.parameters(), recipe.max_grad_norm)
+    grad_norm = torch.nn.utils.clip_grad_norm_(st.policy.net.parameters(), MAX_GRAD_NORM)
     st.optimizer.step()
     return {"train/loss": float(loss.detach()),
             "train/kl_penalty": float(masked_mean(kl.detach(), mask)),
@@ -175,7 +176,7 @@ def _tracker(cfg: TrainConfig, env: EnvConfig, track: bool, parent_run: str | No
     if not track:
         return NullTracker()
     arm = cfg.arm
-    params = flatten({"recipe": cfg.recipe.model_dump(), "data": cfg.data.model_dump(mode="json"),
+    params = flatten({"recipe": cfg.recipe.model_dump(mode="json"), "data": cfg.data.model_dump(mode="json"),
                       "arm": arm.model_dump(mode="json"), "env": vars(env)})
     tags = {"study": arm.study, "arm": arm.arm, "size": arm.width, "lr_multiple": arm.lr_multiple,
             "parent_run": parent_run or "", "parent_arm": arm.parent_arm or "",
@@ -235,14 +236,14 @@ def _loop(st: _State, cfg: TrainConfig, env: EnvConfig, run_dir: Path, tracker: 
     recipe, arm = cfg.recipe, cfg.arm
     maker, spec = ScenarioMaker(cfg.data.dirichlet_alpha), f"policy:{run_dir.as_posix()}"
     val_items, per_step = validation_items(cfg.data), recipe.scenarios_per_step
-    peak, floor = recipe.lr * arm.lr_multiple, recipe.lr_floor * arm.lr_multiple
+    peak, floor = recipe.learning_rate * arm.lr_multiple, recipe.lr_floor * arm.lr_multiple
     for step in range(arm.steps + 1):
         last, combined = step == arm.steps, st.branch_step + step
-        if step % recipe.val_period == 0 or last:
+        if step % recipe.validation_every == 0 or last:
             st.val_scores[step] = _validate(st, val_items, maker, env, spec)
             tracker.log_step(combined, {"validation/score": st.val_scores[step]})
         fresh_start = step == 0 and st.parent_dir is None  # a continuation's step 0 is its parent
-        if fresh_start or (step > 0 and (step % recipe.checkpoint_period == 0 or last)):
+        if fresh_start or (step > 0 and (step % recipe.checkpoint_every == 0 or last)):
             _save(st, cfg, run_dir, step, tracker)
             tracker.flush()
         if last:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
+from pydantic import ValidationError
 
 from negotiation.errors import ConfigError
 from negotiation.study import load_study
+from negotiation.training import TrainConfig, recipe_problems
 from negotiation.training._protocol import (
     final_checkpoint,
     train_config_for,
@@ -38,12 +42,7 @@ def test_initial_and_continuation_configs(study, tmp_path):
     size = study.protocol.sizes[run.size]
     assert (cfg.arm.width, cfg.arm.init_seed, cfg.arm.lr_multiple) == (size.width, size.init_seed, 3)
     assert cfg.arm.steps == t.initial_steps and cfg.arm.parent is None
-    r = cfg.recipe
-    assert (r.group_size, r.scenarios_per_step, r.lr, r.lr_floor, r.warmup_steps) == (
-        t.group_size, t.scenarios_per_step, t.learning_rate, t.lr_floor, t.warmup_steps)
-    assert (r.kl_coef, r.clip_low, r.clip_high, r.adam_betas) == (
-        t.kl.coefficient, t.clip.low, t.clip.high, tuple(t.optimizer.betas))
-    assert (r.val_period, r.checkpoint_period) == (t.validation_every, t.checkpoint_every)
+    assert cfg.recipe is t  # the protocol's own recipe model, not a renamed copy
     block = study.protocol.seeds.training
     assert cfg.data.train_seeds[0] == block.start and cfg.data.validation_seeds[1] == block.stop
     assert cfg.data.train_seeds[1] == cfg.data.validation_seeds[0]
@@ -63,6 +62,24 @@ def test_parent_rules_and_unknown_runs(study, tmp_path):
         train_config_for(study, first.run, parent=tmp_path)
     with pytest.raises(ConfigError, match=r"protocol/demo/arms.yaml:arms: no trained arm has run 'nope'"):
         train_config_for(study, "nope")
+
+
+def test_recipes_the_trainers_do_not_implement_are_refused(study):
+    t = study.protocol.training
+    assert recipe_problems(t, tokens=False) == []
+    assert recipe_problems(t, tokens=True) == [
+        "reward_plumbing: the trainers implement 'front_loaded_floor', got 'terminal'",
+        "sequences: a language-model run needs token caps, got null"]
+    other = t.model_copy(update={"baseline": "group_mean", "group_size": 2,
+                                 "kl": t.kl.model_copy(update={"applied_to": "reward"})})
+    assert [p.split(":")[0] for p in recipe_problems(other, tokens=False)] == ["baseline", "group_size", "kl"]
+    run = training_runs(study)[0]
+    bad = dataclasses.replace(study, protocol=study.protocol.model_copy(update={"training": other}))
+    with pytest.raises(ConfigError, match=r"protocol/demo/protocol.yaml:training.baseline: the trainers implement"):
+        train_config_for(bad, run)
+    with pytest.raises(ValidationError, match="training.baseline"):
+        cfg = train_config_for(study, run)
+        TrainConfig(recipe=t.model_copy(update={"baseline": "group_mean"}), data=cfg.data, arm=cfg.arm)
 
 
 def test_training_env_reads_the_training_phase(study):

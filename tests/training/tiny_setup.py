@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from negotiation.env import EnvConfig
-from negotiation.training import ArmTraining, BuyerShare, GrpoRecipe, TrainConfig, TrainData
+from negotiation.protocol import Recipe
+from negotiation.study import load_study
+from negotiation.training import ArmTraining, BuyerShare, TrainConfig, TrainData
 
 ENV = EnvConfig(max_rounds=4, no_deal_penalty=0.3, g_fmt=0.05, g_len=0.05, t_soft=3.0,
                 accept_applies_terms=True, phase="training")
 
 
-def tiny_recipe(**overrides) -> GrpoRecipe:
-    values = dict(group_size=3, scenarios_per_step=2, lr=3e-3, lr_floor=3e-4, warmup_steps=1,
-                  clip_low=0.2, clip_high=0.2, kl_coef=0.04, adam_betas=(0.9, 0.95),
-                  weight_decay=0.01, max_grad_norm=1.0, val_period=2, checkpoint_period=2)
-    return GrpoRecipe(**{**values, **overrides})
+def tiny_recipe(**overrides) -> Recipe:
+    """The demo protocol's recipe at a few seconds' scale, validated by the protocol's model."""
+    values = dict(group_size=3, scenarios_per_step=2, episodes_per_step=6, learning_rate=3e-3, lr_floor=3e-4,
+                  warmup_steps=1, validation_every=2, checkpoint_every=2, read_points={})
+    return Recipe.model_validate({**load_study("demo").protocol.training.model_dump(), **values, **overrides})
 
 
 def tiny_data(**overrides) -> TrainData:

@@ -1,7 +1,7 @@
 """Typed inputs of the token-level trainer: the frozen protocol, one arm, and the machine.
 
 The recipe is the protocol's own typed model (``negotiation.protocol.Protocol.training``), read
-as is; nothing here restates a recipe number. ``LmArm`` says which run is trained from which
+as is; nothing here restates a recipe number. ``LmArm`` (a ``RunArm``) says which run is trained from which
 weights; ``LmRuntime`` holds the machine knobs that never enter the objective (device, precision,
 gradient checkpointing, micro-batch token budget, CPU threads).
 """
@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from negotiation.protocol import Protocol
+from negotiation.training._config import RunArm, recipe_problems
 
 __all__ = ["LmArm", "LmRuntime", "LmTrainConfig"]
 
@@ -22,29 +23,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
-class LmArm(_Strict):
-    """One training run of a language-model seller."""
+class LmArm(RunArm):
+    """A run of a language-model seller: its size and the weights it starts from."""
 
-    version: int = 1
-    """Version of this record."""
-    study: str = Field(min_length=1)
-    """Study name (the MLflow experiment)."""
-    arm: str = Field(min_length=1)
-    """Run name, unique in the study (the MLflow run name)."""
     size: str = Field(min_length=1)
     """Size key in the protocol's ``sizes``."""
     base: Path
     """Hugging Face folder of the size's base checkpoint (weights, tokenizer, chat template)."""
-    lr_multiple: float = Field(gt=0)
-    """Multiple of the shared learning rate (peak and floor)."""
-    steps: int = Field(ge=1)
-    """Optimizer steps of this run (a continuation counts only its own)."""
-    seed: int = Field(ge=0)
-    """Training seed: data order, rollout sample seeds, torch's global stream."""
-    parent: Path | None = None
-    """``step_N/`` folder to continue from (fresh schedule, KL to the chain's base)."""
-    parent_arm: str | None = None
-    """Run whose checkpoint ``parent`` is (tagged on the MLflow run)."""
 
 
 class LmRuntime(_Strict):
@@ -92,17 +77,7 @@ class LmTrainConfig(_Strict):
                              f"one of {sorted(self.protocol.sizes)}")
         t = self.protocol.recipe_for(self.arm.size)
         section = "training" if t is self.protocol.training else "gpu_training"
-        where = f"protocol/{self.protocol.study}/protocol.yaml:{section}"
-        if t.sequences is None:
-            raise ValueError(f"{where}.sequences: a language-model run needs token caps, got null")
-        if t.group_size < 3:
-            raise ValueError(f"{where}.group_size: the leave-one-out std needs >= 3, got {t.group_size}")
-        need = {"baseline": "leave_one_out", "normalize_rewards": True, "loss_level": "token",
-                "continuation_schedule": "restart", "reward_plumbing": "front_loaded_floor"}
-        for key, value in need.items():
-            if getattr(t, key) != value:
-                raise ValueError(f"{where}.{key}: the token trainer implements {value!r}, got {getattr(t, key)!r}")
-        if t.kl.estimator != "k3" or t.kl.applied_to != "loss":
-            raise ValueError(f"{where}.kl: the token trainer implements k3 in the loss, got "
-                             f"{t.kl.estimator!r} in the {t.kl.applied_to!r}")
+        problems = recipe_problems(t, tokens=True)
+        if problems:
+            raise ValueError(f"protocol/{self.protocol.study}/protocol.yaml:{section}.{problems[0]}")
         return self

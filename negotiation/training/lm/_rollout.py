@@ -117,4 +117,4 @@ def play_token_episodes(states: Sequence[EpisodeState], sample_seeds: Sequence[i
                 if finished[i] else None for i in range(n)]
     trainable = np.array([d["loss_multiplier"] > 0 for d in datums])
     return TokenEpisodes(ids, mask, returns, trainable, truncated, episodes, gen_tokens,
-                         -settings.no_deal_penalty)
+                         -settings.environment.no_deal_penalty)

@@ -16,8 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 from negotiation.env import View
 from negotiation.errors import ConfigError
 from negotiation.protocol import Protocol
-from negotiation.training import TrainItem, training_items, validation_items
-from negotiation.training._protocol import _data as training_data  # the protocol -> TrainData mapping
+from negotiation.training import TrainItem, training_data, training_items, validation_items
 from negotiation.training.nemo._state import TASK_NAME, EpisodeState, NemoEnvSettings, replay
 from negotiation.lm import ChatTokenizer
 

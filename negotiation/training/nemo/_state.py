@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.env import Domain, EnvConfig, Negotiation, Scenario, load_domain, make_scenario
 from negotiation.lm import TurnTags
+from negotiation.protocol import Environment, Protocol, environment_config
+from negotiation.study import load_study
 
 __all__ = ["ENV_NAME", "TASK_NAME", "EpisodeState", "NemoEnvSettings", "env_settings", "protocol_env_settings",
            "replay"]
@@ -51,28 +53,20 @@ class EpisodeState(_Record):
 
 
 class NemoEnvSettings(_Record):
-    """``env.negotiation`` of the GRPO YAML: everything the environment actor needs."""
+    """``env.negotiation`` of the GRPO YAML: everything the environment actor needs.
 
-    version: Literal[1] = 1
-    """Record format version."""
+    The game and reward constants travel as the protocol's own ``environment`` section and are
+    validated by its model on arrival; the actor derives the training-phase engine config
+    from it (``environment_config``), the same conversion every other entry point uses.
+    """
+
+    version: Literal[2] = 2
+    """Record format version (2: the constants are the protocol's ``environment`` section)."""
     study: str
-    """Study whose protocol supplied the constants below."""
-    max_rounds: int = Field(gt=0)
-    """T: rounds before a no-deal."""
-    no_deal_penalty: float = Field(ge=0)
-    """λ of Eq. 1; also the floor paid on the first step."""
-    g_fmt: float = Field(ge=0)
-    """Malformed-turn penalty weight of Eq. 1."""
-    g_len: float = Field(ge=0)
-    """Length penalty weight of Eq. 1."""
-    t_soft: float = Field(gt=0)
-    """Soft length budget in rounds."""
-    accept_applies_terms: bool
-    """Training-phase ACCEPT flag: terms attached to an ACCEPT are applied first."""
-    dirichlet_alpha: float = Field(gt=0)
-    """Concentration of the importance prior scenarios are drawn with."""
-    converge_from_turn: int = Field(gt=0)
-    """Protocol turn from which prompts say to converge (passed to the prompt renderer)."""
+    """Study whose protocol supplied the environment."""
+    environment: Environment
+    """The protocol's ``environment`` section: T, λ, g_fmt, g_len, t_soft, the Dirichlet
+    concentration, the per-phase ACCEPT flag and the converge turn."""
     prompt_template: str = "training"
     """Prompt variant (``negotiation.env.PROMPT_TEMPLATES``) the seller's chat is rendered with."""
     seller_label: str = "nemo-rl:policy"
@@ -82,29 +76,17 @@ class NemoEnvSettings(_Record):
 
     def env_config(self) -> EnvConfig:
         """The engine configuration (training phase)."""
-        return EnvConfig(max_rounds=self.max_rounds, no_deal_penalty=self.no_deal_penalty,
-                         g_fmt=self.g_fmt, g_len=self.g_len, t_soft=self.t_soft,
-                         accept_applies_terms=self.accept_applies_terms, phase="training")
+        return environment_config(self.environment, "training")
 
 
 def env_settings(study: str, root: Path | None = None, tags: TurnTags | None = None) -> NemoEnvSettings:
     """Settings for ``study``'s training phase, read from its protocol (never retyped)."""
-    from negotiation.study import load_study
-
     return protocol_env_settings(load_study(study, root).protocol, tags)
 
 
-def protocol_env_settings(protocol, tags: TurnTags | None = None) -> NemoEnvSettings:
+def protocol_env_settings(protocol: Protocol, tags: TurnTags | None = None) -> NemoEnvSettings:
     """Settings for the training phase of a loaded ``negotiation.protocol.Protocol``."""
-    from negotiation.training import training_env  # the demo trainer's protocol -> EnvConfig map
-
-    config, environment = training_env(protocol), protocol.environment
-    return NemoEnvSettings(study=protocol.study, max_rounds=config.max_rounds,
-                           no_deal_penalty=config.no_deal_penalty, g_fmt=config.g_fmt,
-                           g_len=config.g_len, t_soft=config.t_soft,
-                           accept_applies_terms=config.accept_applies_terms,
-                           dirichlet_alpha=environment.dirichlet_alpha,
-                           converge_from_turn=environment.converge_from_turn, turn_tags=tags)
+    return NemoEnvSettings(study=protocol.study, environment=protocol.environment, turn_tags=tags)
 
 
 @lru_cache(maxsize=64)
@@ -119,7 +101,7 @@ def _scenario(domain: str, seed: int, alpha: float) -> Scenario:
 
 def replay(state: EpisodeState, settings: NemoEnvSettings) -> Negotiation:
     """The engine with every recorded turn of ``state`` applied again."""
-    game = Negotiation(_scenario(state.domain, state.seed, settings.dirichlet_alpha),
+    game = Negotiation(_scenario(state.domain, state.seed, settings.environment.dirichlet_alpha),
                        settings.env_config(), sample_seed=state.sample_seed)
     for text in state.turns:
         game.apply(text)

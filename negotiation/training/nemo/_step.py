@@ -130,14 +130,14 @@ class NegotiationStepLogic:
         new_state = state.model_copy(update={"turns": state.turns + tuple(played), "seller_steps": steps})
         if game.done:
             return self._finish(game, new_state, steps)
-        reward = frontloaded_step_rewards(steps, 0.0, self.settings.no_deal_penalty, terminated=False)[-1]
+        reward = frontloaded_step_rewards(steps, 0.0, self.settings.environment.no_deal_penalty, terminated=False)[-1]
         return _SampleResult(self.tags.observation(self._buyer_turn_text(game)), new_state, reward, False, None)
 
     def _buyer_turn_text(self, game: Negotiation) -> str:
         """The buyer's turn as the seller's training prompt shows it (its prose, or the template's
         placeholder for empty prose), so the rollout equals the rendered chat."""
         messages = render_messages(game.view(), self.settings.prompt_template,
-                                   converge_from_turn=self.settings.converge_from_turn)
+                                   converge_from_turn=self.settings.environment.converge_from_turn)
         if messages[-1]["role"] != "user":
             raise ValueError(f"prompt template {self.settings.prompt_template!r} does not end the seller's chat "
                              "with the buyer's turn")
@@ -146,7 +146,7 @@ class NegotiationStepLogic:
     def _finish(self, game: Negotiation, state: EpisodeState, steps: int) -> _SampleResult:
         episode = game.record(self.settings.seller_label, state.buyer)
         total = episode_reward(episode)
-        reward = frontloaded_step_rewards(steps, total, self.settings.no_deal_penalty)[-1]
+        reward = frontloaded_step_rewards(steps, total, self.settings.environment.no_deal_penalty)[-1]
         return _SampleResult("", state, reward, True, episode.outcome)
 
 
@@ -163,7 +163,8 @@ def return_metrics(returns: Sequence[float], settings: NemoEnvSettings) -> dict[
     mean = sum(values) / n
     metrics = {"mean_return": mean, "min_return": min(values), "max_return": max(values),
                "std_return": (sum((v - mean) ** 2 for v in values) / n) ** 0.5}
-    cut = settings.no_deal_penalty
-    if cut > settings.g_fmt + settings.g_len:
+    env = settings.environment
+    cut = env.no_deal_penalty
+    if cut > env.g_fmt + env.g_len:
         metrics["deal_rate"] = sum(v > -cut for v in values) / n
     return metrics

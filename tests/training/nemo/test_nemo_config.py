@@ -14,7 +14,7 @@ from negotiation.errors import ConfigError
 from negotiation.study import load_study
 from negotiation.training import lr_at
 from negotiation.training.nemo import (
-    RunPaths, RunPlan, derive_turn_tags, env_settings, grpo_config, lr_schedule, plan_run, resolve_tracking_uri,
+    NemoEnvSettings, RunPaths, RunPlan, derive_turn_tags, env_settings, grpo_config, lr_schedule, plan_run, resolve_tracking_uri,
     stop_token_ids, template_kwargs, write_train_config,
 )
 from tests.training.nemo.chat_fixtures import e_series
@@ -107,10 +107,12 @@ def test_checkpoints_logger_and_environment(tmp_path):
     assert cfg["logger"]["mlflow_enabled"] is True
     assert mlflow == {"experiment_name": "negotiation/paper", "run_name": "e2b_shared_init", "tracking_uri": "sqlite:////abs/mlflow.db"}
     env = cfg["env"]["negotiation"]
-    assert (env["no_deal_penalty"], env["g_fmt"], env["g_len"], env["t_soft"], env["max_rounds"]) == (0.3, 0.05, 0.05, 9.0, 12)
-    assert env["accept_applies_terms"] is True and env["turn_tags"]["generation_prompt"] == "<|turn>model\n"
+    assert env["environment"] == PAPER.protocol.environment.model_dump(mode="json")  # the section itself, not a copy
+    engine = NemoEnvSettings.model_validate(env).env_config()
+    assert (engine.no_deal_penalty, engine.g_fmt, engine.g_len, engine.t_soft, engine.max_rounds) == (0.3, 0.05, 0.05, 9.0, 12)
+    assert engine.accept_applies_terms is True and env["turn_tags"]["generation_prompt"] == "<|turn>model\n"
     assert cfg["negotiation"]["train_scenarios"] == {"offset": 0, "count": 1024}
-    assert (env["converge_from_turn"], env["prompt_template"]) == (16, "training")
+    assert (env["environment"]["converge_from_turn"], env["prompt_template"]) == (16, "training")
     assert cfg["negotiation"]["prompt_hash"] == prompt_hash("training")
     assert cfg["negotiation"]["prompt_builder"] == "negotiation.env:seller_training_messages"
 

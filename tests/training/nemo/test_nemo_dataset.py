@@ -29,9 +29,9 @@ def test_scenarios_are_the_demo_trainers_items_as_episode_states():
 
 
 def training_items_of(start: int, count: int):
-    from negotiation.training._protocol import _data
+    from negotiation.training import training_data
 
-    return training_items(_data(PAPER), 0, start, count)
+    return training_items(training_data(PAPER), 0, start, count)
 
 
 def test_the_combined_run_mixes_buyers_80_20_and_continuations_pick_up_where_parents_stop():
