@@ -21,6 +21,7 @@ from negotiation.analysis._resample import backend
 from negotiation.analysis._multiple import MARK_STYLE_GUARD
 from negotiation.analysis._tables import BUILDERS, Report, Table
 from negotiation.errors import NegotiationError
+from negotiation.study import Study
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#222}table{border-collapse:collapse;
 margin:.5em 0 1.5em}td,th{border:1px solid #bbb;padding:.2em .5em;font-size:.85em;text-align:left}
@@ -122,27 +123,30 @@ def _preamble(study: str, result: AnalysisResult, validation: Any) -> list[str]:
     ]
 
 
-def build_report(result: AnalysisResult, context, results_dir: Path, out_dir: Path, validation,
+def build_report(result: AnalysisResult, study: Study, results_dir: Path, out_dir: Path, validation,
                  transcripts: str | None = "transcripts.html") -> dict[str, Path]:
     """Write ``report.html``, ``report.md`` and ``figures/*.png`` under ``out_dir``; arm names in the
     tables link to the transcript viewer at ``transcripts`` (relative to the report; None: no links)."""
+    from negotiation.registry import load_registry
+
     out = Path(out_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    r = Report(result, context.protocol, context.arms, registry=context.registry)
+    registry = load_registry(study.name, study.root)
+    r = Report(result, study.protocol, study.arms, registry=registry)
     tables = [builder(r) for builder in BUILDERS]
-    tables += [deviation_table(context.registry), compliance_table(context.name, context.root, Path(results_dir))]
+    tables += [deviation_table(registry), compliance_table(study.name, study.root, Path(results_dir))]
     figures = {name: draw(r) for name, draw in FIGURES.items()}
     paths = {f"figures/{name}.png": out / "figures" / f"{name}.png" for name in figures}
     for name, png in figures.items():
         paths[f"figures/{name}.png"].write_bytes(png)
-    title = f"Negotiation study report: {context.name}"
-    preamble = _preamble(context.name, result, validation)
+    title = f"Negotiation study report: {study.name}"
+    preamble = _preamble(study.name, result, validation)
     md = [f"# {title}", "", *[f"- {line}" for line in preamble], ""]
     md += [f"![{name}](figures/{name}.png)\n" for name in figures]
     md += [markdown_table(t) for t in tables]
     paths["report.md"] = out / "report.md"
     paths["report.md"].write_text("\n".join(md), encoding="utf-8")
-    links = [transcript_links(t, context.arms, r.bases, transcripts) for t in tables]
+    links = [transcript_links(t, study.arms, r.bases, transcripts) for t in tables]
     page = html_page(title, preamble, figures, tables, links)
     paths["report.html"] = out / "report.html"
     paths["report.html"].write_text(page, encoding="utf-8")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,41 +20,25 @@ import pandas as pd
 from negotiation.analysis._analysis import AnalysisResult, run_analysis, settings_from_protocol, write_analysis
 from negotiation.analysis._errors import AnalysisError
 from negotiation.analysis._validate import ValidationReport, require_valid, validate_episodes, validation_settings
+from negotiation.study import ResultsLayout, Study
 
 
-@dataclass(frozen=True)
-class StudyContext:
-    """A study's frozen protocol, its arms (frozen and registry-added) and its registry."""
-
-    name: str
-    protocol: Any
-    arms: dict[str, Any]
-    registry: Any
-    root: Path
-
-
-def load_context(study: str, root: Path | None = None) -> StudyContext:
-    """Protocol, arm matrix plus added arms, and registry of ``study``."""
-    from negotiation.study import default_root, load_study
+def _signoffs(study: Study) -> dict[str, Any]:
+    """The hand-read sign-offs of ``study`` by arm (the hand-read guard reads them)."""
     from negotiation.registry import load_registry
 
-    root = Path(root or default_root())
-    loaded = load_study(study, root)
-    registry = load_registry(study, root)
-    return StudyContext(study, loaded.protocol, {**loaded.arms, **registry.added}, registry, root)
+    return load_registry(study.name, study.root).signoffs
 
 
 def load_tables(results_dir: Path, arms, *, turns: bool = True) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
     """Episode (and turn) tables of every arm that has them under ``evaluate/<arm>/``."""
-    from negotiation.study import ResultsLayout
-
     layout = ResultsLayout(Path(results_dir))
     episodes, turn_tables = {}, {}
     for arm in arms:
         path = layout.episodes(arm)
         if path.exists():
             episodes[arm] = pd.read_parquet(path)
-            turn_path = path.with_name("turns.parquet")
+            turn_path = layout.turns(arm)
             if turns and turn_path.exists():
                 turn_tables[arm] = pd.read_parquet(turn_path)
     if not episodes:
@@ -65,49 +48,47 @@ def load_tables(results_dir: Path, arms, *, turns: bool = True) -> tuple[dict[st
 
 def table_hashes(results_dir: Path, arms) -> dict[str, str]:
     """SHA-256 of every arm's episode table that exists."""
-    from negotiation.study import ResultsLayout
-
     layout = ResultsLayout(Path(results_dir))
     return {arm: hashlib.sha256(layout.episodes(arm).read_bytes()).hexdigest()
             for arm in arms if layout.episodes(arm).exists()}
 
 
-def validate_results(context: StudyContext, results_dir: Path) -> ValidationReport:
+def validate_results(study: Study, results_dir: Path) -> ValidationReport:
     """Validate every arm's table; write ``validate/report.json`` and Data Docs."""
-    out = Path(results_dir) / "validate"
-    episodes, _ = load_tables(results_dir, context.arms, turns=False)
-    settings = validation_settings(context.protocol, list(context.arms))
-    report = validate_episodes(episodes, settings, docs_dir=out / "docs", study=context.name)
-    report = report.model_copy(update={"tables": table_hashes(results_dir, context.arms)})
+    out = ResultsLayout(Path(results_dir)).validate
+    episodes, _ = load_tables(results_dir, study.arms, turns=False)
+    settings = validation_settings(study.protocol, list(study.arms))
+    report = validate_episodes(episodes, settings, docs_dir=out / "docs", study=study.name)
+    report = report.model_copy(update={"tables": table_hashes(results_dir, study.arms)})
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    ResultsLayout(Path(results_dir)).validation_report.write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return report
 
 
-def require_validated(context: StudyContext, results_dir: Path) -> ValidationReport:
+def require_validated(study: Study, results_dir: Path) -> ValidationReport:
     """The stored validation report, re-validating when there is none or a table changed
     since; raise ValidationFailed naming the first failing expectation and its rows."""
-    path = Path(results_dir) / "validate" / "report.json"
+    path = ResultsLayout(Path(results_dir)).validation_report
     report = ValidationReport.model_validate(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None
-    if report is None or report.tables != table_hashes(results_dir, context.arms):
-        report = validate_results(context, results_dir)
+    if report is None or report.tables != table_hashes(results_dir, study.arms):
+        report = validate_results(study, results_dir)
     require_valid(report)
     return report
 
 
-def analyze_results(context: StudyContext, results_dir: Path, *, seed: int, resamples: int | None = None
+def analyze_results(study: Study, results_dir: Path, *, seed: int, resamples: int | None = None
                     ) -> AnalysisResult:
     """Run the analysis on validated tables and write ``analyze/``."""
-    require_validated(context, results_dir)
-    episodes, turns = load_tables(results_dir, context.arms)
-    settings = settings_from_protocol(context.protocol, seed=seed, resamples=resamples)
-    result = run_analysis(episodes, context.protocol, context.arms, settings, turns=turns or None,
-                          signoffs=context.registry.signoffs)
-    write_analysis(result, Path(results_dir) / "analyze", context.name)
+    require_validated(study, results_dir)
+    episodes, turns = load_tables(results_dir, study.arms)
+    settings = settings_from_protocol(study.protocol, seed=seed, resamples=resamples)
+    result = run_analysis(episodes, study.protocol, study.arms, settings, turns=turns or None,
+                          signoffs=_signoffs(study))
+    write_analysis(result, ResultsLayout(Path(results_dir)).analyze, study.name)
     return result
 
 
-def report_results(context: StudyContext, results_dir: Path, out_dir: Path, *, seed: int,
+def report_results(study: Study, results_dir: Path, out_dir: Path, *, seed: int,
                    resamples: int | None = None) -> dict[str, Path]:
     """Validation gate, analysis (rewriting ``analyze/``) and the report under ``out_dir``.
 
@@ -116,19 +97,19 @@ def report_results(context: StudyContext, results_dir: Path, out_dir: Path, *, s
     """
     from negotiation.analysis._report import build_report
 
-    validation = require_validated(context, results_dir)
-    result = analyze_results(context, results_dir, seed=seed, resamples=resamples)
-    return build_report(result, context, results_dir, out_dir, validation)
+    validation = require_validated(study, results_dir)
+    result = analyze_results(study, results_dir, seed=seed, resamples=resamples)
+    return build_report(result, study, results_dir, out_dir, validation)
 
 
-def viewer_results(context: StudyContext, results_dir: Path, out_path: Path, *, arms=None, max_episodes: int,
+def viewer_results(study: Study, results_dir: Path, out_path: Path, *, arms=None, max_episodes: int,
                    seed: int) -> Path:
     """The transcript viewer over the chosen arms; a seeded sample when there are too many episodes."""
     import numpy as np
 
     from negotiation.analysis._viewer import write_viewer
 
-    chosen = list(arms) if arms else list(context.arms)
+    chosen = list(arms) if arms else list(study.arms)
     episodes, turns = load_tables(results_dir, chosen)
     if not turns:
         raise AnalysisError(str(results_dir), "evaluate/<arm>/turns.parquet", "no turn tables to show")
@@ -144,19 +125,19 @@ def viewer_results(context: StudyContext, results_dir: Path, out_path: Path, *, 
         note = (f"A seeded sample (seed {seed}) of {size} of {len(scenarios)} scenarios: {len(table)} of "
                 f"{sum(len(e) for e in episodes.values())} episodes.")
     return write_viewer(out_path, table, pd.concat(list(turns.values()), ignore_index=True),
-                        title=f"Transcripts: {context.name}", note=note)
+                        title=f"Transcripts: {study.name}", note=note)
 
 
-def packet_results(context: StudyContext, results_dir: Path, out_dir: Path, *, seed: int) -> dict[str, Path]:
+def packet_results(study: Study, results_dir: Path, out_dir: Path, *, seed: int) -> dict[str, Path]:
     """The seeded hand-read packet: ``packet.csv`` and a viewer over exactly those episodes."""
     import numpy as np
 
     from negotiation.analysis._packet import hand_read_packet
     from negotiation.analysis._viewer import write_viewer
 
-    episodes, turns = load_tables(results_dir, context.arms)
-    per_family = context.protocol.guards.hand_read.transcripts_per_domain_family
-    packet = hand_read_packet(episodes, context.arms, tuple(context.protocol.domains.held_out), per_family,
+    episodes, turns = load_tables(results_dir, study.arms)
+    per_family = study.protocol.guards.hand_read.transcripts_per_domain_family
+    packet = hand_read_packet(episodes, study.arms, tuple(study.protocol.domains.held_out), per_family,
                               np.random.default_rng(seed))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -165,7 +146,7 @@ def packet_results(context: StudyContext, results_dir: Path, out_dir: Path, *, s
     table = pd.concat(list(episodes.values()), ignore_index=True).merge(packet[key], on=key)
     all_turns = pd.concat(list(turns.values()), ignore_index=True) if turns else pd.DataFrame()
     viewer = write_viewer(out / "packet.html", table, all_turns.merge(packet[key], on=key),
-                          title=f"Hand-read packet: {context.name}",
+                          title=f"Hand-read packet: {study.name}",
                           note=f"{per_family} transcripts per trained arm per domain family, seed {seed}. "
                                f"Record a verdict with: nego signoff ARM --reader NAME --verdict pass|fail ...")
     return {"packet.csv": out / "packet.csv", "packet.html": viewer}

@@ -40,8 +40,8 @@ def _emit(payload: dict[str, Any]) -> None:
     typer.echo(json.dumps(_clean(payload), indent=1))
 
 
-def _results_dir(context, results: Optional[Path]) -> Path:
-    return Path(results) if results is not None else context.root / "outputs" / context.name
+def _results_dir(study, results: Optional[Path]) -> Path:
+    return Path(results) if results is not None else study.layout.dir
 
 
 def _with_derived(frames: dict, protocol, metric: str) -> dict:
@@ -75,7 +75,7 @@ def contrast_command(
     from negotiation.analysis._bootstrap import cluster_bootstrap
     from negotiation.study import ContrastSpec
     from negotiation.analysis._paired import PairedTables
-    from negotiation.analysis._results import load_context
+    from negotiation.study import load_study
 
     frames = {}
     for path in (minuend, subtrahend):
@@ -84,7 +84,7 @@ def contrast_command(
         frames[f"{path}"] = pd.read_parquet(path)
     if len(frames) != 2:
         raise AnalysisError(str(minuend), "<file>", "minuend and subtrahend are the same file")
-    protocol = load_context(study, root).protocol
+    protocol = load_study(study, root).protocol
     frames = _with_derived(frames, protocol, metric)
     settings = settings_from_protocol(protocol, seed=seed, resamples=resamples)
     spec = ContrastSpec(name=f"{minuend.stem} - {subtrahend.stem}", weights={str(minuend): 1.0, str(subtrahend): -1.0},
@@ -112,10 +112,10 @@ def frontier_command(
 ) -> None:
     """Exact Pareto frontier, Nash point and maximum welfare of one scenario (Ũ space)."""
     from negotiation.analysis._efficiency import solve_scenario
-    from negotiation.analysis._results import load_context
+    from negotiation.study import load_study
     from negotiation.env import load_domain, make_scenario
 
-    alpha = load_context(study, root).protocol.environment.dirichlet_alpha
+    alpha = load_study(study, root).protocol.environment.dirichlet_alpha
     try:
         loaded = load_domain(domain)
     except (FileNotFoundError, KeyError, ValueError) as err:
@@ -134,9 +134,10 @@ def frontier_command(
 
 def validate_command(study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT) -> None:
     """Validate every arm's episode table (great-expectations); exit 1 naming failures."""
-    from negotiation.analysis._results import load_context, validate_results
+    from negotiation.study import load_study
+    from negotiation.analysis._results import validate_results
 
-    context = load_context(study, root)
+    context = load_study(study, root)
     report = validate_results(context, _results_dir(context, results))
     for check in report.checks:
         typer.echo(f"{'ok  ' if check.success else 'FAIL'} {check.expectation}({check.column})"
@@ -152,12 +153,13 @@ def analyze_command(
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
 ) -> None:
     """Metrics, contrasts (Holm on the primary family), frontier columns and guards → analyze/."""
-    from negotiation.analysis._results import analyze_results, load_context
+    from negotiation.study import load_study
+    from negotiation.analysis._results import analyze_results
 
-    context = load_context(study, root)
+    context = load_study(study, root)
     result = analyze_results(context, _results_dir(context, results), seed=seed, resamples=resamples)
     typer.echo(f"{len(result.contrasts)} contrasts, {len(result.guards)} guards, "
-               f"{len(result.solutions)} scenario frontiers written to {_results_dir(context, results) / 'analyze'}")
+               f"{len(result.solutions)} scenario frontiers written to {_results_dir(context, results)}")
 
 
 def signoff_command(
@@ -173,9 +175,9 @@ def signoff_command(
 ) -> None:
     """Record a reader's hand-read sign-off of an arm in registry/<study>/signoffs/<arm>.yaml."""
     from negotiation.analysis._packet import record_signoff
-    from negotiation.analysis._results import load_context
+    from negotiation.study import load_study
 
-    context = load_context(study, root)
+    context = load_study(study, root)
     if arm not in context.arms:
         raise SignoffError("signoff", "arm", f"{arm!r} is not an arm of study {study!r}")
     when = dt.date.fromisoformat(date) if date else dt.date.today()
@@ -191,9 +193,10 @@ def report_command(
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
 ) -> None:
     """Validated tables → analysis → report.html, report.md and figures/*.png."""
-    from negotiation.analysis._results import load_context, report_results
+    from negotiation.study import load_study
+    from negotiation.analysis._results import report_results
 
-    context = load_context(study, root)
+    context = load_study(study, root)
     folder = _results_dir(context, results)
     paths = report_results(context, folder, out or folder / "report", seed=seed, resamples=resamples)
     typer.echo(f"report: {paths['report.html']} and {paths['report.md']}")
@@ -207,9 +210,10 @@ def viewer_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
 ) -> None:
     """Static transcript viewer over the episode and turn tables."""
-    from negotiation.analysis._results import load_context, viewer_results
+    from negotiation.study import load_study
+    from negotiation.analysis._results import viewer_results
 
-    context = load_context(study, root)
+    context = load_study(study, root)
     folder = _results_dir(context, results)
     path = viewer_results(context, folder, out or folder / "viewer.html", arms=arm, max_episodes=max_episodes,
                           seed=seed)
@@ -222,9 +226,10 @@ def packet_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the packet draw."),
 ) -> None:
     """Seeded hand-read packet: transcripts per trained arm per domain family, with a viewer."""
-    from negotiation.analysis._results import load_context, packet_results
+    from negotiation.study import load_study
+    from negotiation.analysis._results import packet_results
 
-    context = load_context(study, root)
+    context = load_study(study, root)
     folder = _results_dir(context, results)
     paths = packet_results(context, folder, out or folder / "hand_read", seed=seed)
     typer.echo(f"packet: {paths['packet.csv']} and {paths['packet.html']}")

@@ -23,6 +23,7 @@ from negotiation.env import EnvConfig
 from negotiation.evaluation._cell import AgentFactory, AgentPool, CellSpec, run_cell
 from negotiation.evaluation._fingerprint import StoreFingerprint, adopt_fingerprint
 from negotiation.evaluation._store import ResultsStore, _safe
+from negotiation.study import gate_passes
 
 Decision = Literal["pass", "fail", "override", "incomplete"]
 RESULT_VERSION = 1
@@ -79,7 +80,7 @@ class PilotResult(BaseModel):
     max_bad_parses: int
     """The rule's limit."""
     passed: bool
-    """Whether the rule holds (no error rows and ``bad_parses <= max_bad_parses``)."""
+    """Whether the gate holds (``negotiation.study.gate_passes``)."""
     decision: Decision
     """``pass``, ``fail``, ``override`` (failed, covered by ``deviation``) or ``incomplete``."""
     deviation: int | None
@@ -101,7 +102,10 @@ def decide(episodes: pd.DataFrame, rule: GateRule, deviation: int | None) -> dic
     # A table of error rows only has no count columns at all.
     turns = int(ok[turns_col].sum()) if turns_col in ok else 0
     bad = int(ok[bad_col].sum()) if bad_col in ok else 0
-    passed = errors == 0 and bad <= rule.max_bad_parses
+    # A cell run from the CLI may cover fewer domains than the protocol's; the episode count is
+    # held to ``episodes_per_cell`` where the full cell is recorded (``pilot_record``).
+    passed = gate_passes(episodes=len(ok), bad_parses=bad, error_rows=errors, episodes_per_cell=0,
+                         max_bad_parses=rule.max_bad_parses)
     if errors:
         decision: Decision = "incomplete"
     elif passed:

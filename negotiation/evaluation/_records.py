@@ -17,18 +17,20 @@ from typing import Any
 
 from negotiation.agents._llm_secrets import redact
 from negotiation.protocol import SamplingSettings
-from negotiation.study import PilotCell, PilotRecord, SamplingRecord, SamplingUse
+from negotiation.study import PilotCell, PilotRecord, SamplingRecord, SamplingUse, gate_passes
 
 _FIELDS = tuple(SamplingSettings.model_fields)
 
 
 def pilot_record(study: str, arm: str, results: dict[str, Any], protocol: Any, protocol_hash: str) -> PilotRecord:
     """The audit's pilot record from this run's per-buyer ``PilotResult``s."""
-    need = protocol.pilot_gate.episodes_per_cell
+    gate = protocol.pilot_gate
     cells = []
     for label, result in sorted(results.items()):
         episodes = result.episodes - result.error_rows
-        passed = result.bad_parses <= result.max_bad_parses and episodes >= need
+        # The record, like the audit that re-derives it, counts completed episodes only.
+        passed = gate_passes(episodes=episodes, bad_parses=result.bad_parses, error_rows=0,
+                             episodes_per_cell=gate.episodes_per_cell, max_bad_parses=gate.max_bad_parses)
         cells.append(PilotCell(buyer=label, episodes=episodes, turns=result.turns_counted,
                                bad_parses=result.bad_parses, passed=passed))
     return PilotRecord(version=1, study=study, arm=arm, passed=all(c.passed for c in cells), cells=tuple(cells),

@@ -15,27 +15,26 @@ from typing import Any
 
 from negotiation.analysis import run_analysis
 from negotiation.analysis._analysis import settings_from_protocol, write_analysis
-from negotiation.analysis._results import load_context, load_tables, require_validated, validate_results, viewer_results
-from negotiation.study import protocol_hash
-from negotiation.registry import run_audit
+from negotiation.analysis._results import load_tables, require_validated, validate_results, viewer_results
+from negotiation.study import ResultsLayout, load_study, protocol_hash
+from negotiation.registry import load_registry, run_audit
 from negotiation.tracking import MlflowTracker, experiment_name, git_commit
 
 
 def run_validate(study: str, results_dir: Path) -> dict[str, Any]:
     """Validate every arm's episode table; the report is written whether or not it passes."""
-    context = load_context(study)
-    report = validate_results(context, Path(results_dir).resolve())  # GE wants absolute paths
+    report = validate_results(load_study(study), Path(results_dir).resolve())  # GE wants absolute paths
     return json.loads(report.model_dump_json())
 
 
 def _analysis(study: str, results_dir: Path, seed: int, resamples: int | None) -> tuple[Any, Any, Any]:
-    context = load_context(study)
-    validation = require_validated(context, Path(results_dir))
-    episodes, turns = load_tables(Path(results_dir), context.arms)
-    settings = settings_from_protocol(context.protocol, seed=seed, resamples=resamples)
-    result = run_analysis(episodes, context.protocol, context.arms, settings, turns=turns or None,
-                          signoffs=context.registry.signoffs)
-    return context, validation, result
+    loaded = load_study(study)
+    validation = require_validated(loaded, Path(results_dir))
+    episodes, turns = load_tables(Path(results_dir), loaded.arms)
+    settings = settings_from_protocol(loaded.protocol, seed=seed, resamples=resamples)
+    result = run_analysis(episodes, loaded.protocol, loaded.arms, settings, turns=turns or None,
+                          signoffs=load_registry(study, loaded.root).signoffs)
+    return loaded, validation, result
 
 
 def run_analyze(study: str, results_dir: Path, out_dir: Path, *, seed: int, resamples: int | None = None
@@ -71,12 +70,13 @@ def _log_analysis_run(study: str, results_dir: Path, report_dir: Path) -> None:
     tags = {"study": study, "phase": "analysis", "dvc_stage": "report", "git_commit": git_commit(),
             "protocol_hash": protocol_hash(study)}
     tracker = MlflowTracker(experiment_name(study), "analysis", {}, tags)
-    summary = results_dir / "analyze" / "summary.json"
+    layout = ResultsLayout(results_dir)
+    summary = layout.summary
     if summary.exists():
         values = json.loads(summary.read_text(encoding="utf-8"))
         tracker.log_step(0, {f"analysis/{k}": float(v) for k, v in values.items()})
     tracker.log_artifact(report_dir, "report")
-    for extra in (results_dir / "analyze", results_dir / "validate"):
+    for extra in (layout.analyze, layout.validate):
         if extra.exists():
             tracker.log_artifact(extra, extra.name)
     tracker.finish()

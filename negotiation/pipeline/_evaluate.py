@@ -23,7 +23,6 @@ from negotiation.evaluation._records import pilot_record, write_redacted
 from negotiation.agents import configure_rate_limits, parse_spec, rate_limits_from_params
 from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.evaluation._setup import arm_sampling_role, env_config
-from negotiation.pipeline._plan import all_arms
 from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._stage import PARAMS_FILE, runtime_knob
 from negotiation.study import PilotRecord, ResultsLayout, Study, load_study, protocol_hash
@@ -62,7 +61,7 @@ def _torch_single_thread(seller: str) -> None:
 
 def _agent_settings(study: Study, arm_name: str, seller: str) -> dict[str, Any]:
     """How the arm's seller is sampled (by arm kind) and served (``vllm:`` sizes)."""
-    arm = all_arms(study)[arm_name]
+    arm = study.arms[arm_name]
     # Served as the arm actually ran: the frozen protocol with its deviations' values (the paper's
     # 31B arms on four accelerators, deviation 17), not the frozen two.
     protocol = effective_protocol(study.protocol, load_registry(study.name, study.root), arm_name)
@@ -94,7 +93,7 @@ def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency
     digest = protocol_hash(study_name)
     settings = _agent_settings(study, arm, seller)
     factory = agent_factory(study.protocol, retry=RunOptions().retry, max_concurrency=concurrency, **settings)
-    root = layout.dir / "pilot" / arm
+    root = layout.pilot_store(arm)
 
     async def pilot() -> dict[str, Any]:
         async with AgentPool(factory) as pool:
@@ -142,7 +141,7 @@ def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurre
     cell = build_cell(study.protocol, arm=arm, seller=seller)
     options = RunOptions(concurrency=concurrency, retry_errors=retry_errors, pilot=False,
                          deviation=override_ids[0] if override_ids else None)
-    out = layout.dir / "evaluate" / arm
+    out = layout.evaluate(arm)
     with StageProgress(f"evaluate@{arm}", unit="episodes") as progress:
         def on_progress(phase: str, p: CellProgress) -> None:
             progress.update(p.done, p.total, f"resumed {p.skipped}, errors {p.errors}, retries {p.retries}, "
@@ -152,7 +151,7 @@ def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurre
                                            options=options, seller_sha256=_seller_sha256(layout, arm),
                                            on_progress=on_progress, **_agent_settings(study, arm, seller)))
     metrics = arm_metrics(study.protocol, result.episodes)
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    layout.metrics(arm).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return metrics
 
 
@@ -172,8 +171,8 @@ def arm_metrics(protocol: Any, episodes: Any) -> dict[str, Any]:
             "usd_per_episode": usd}  # null when a provider's price is unknown, never a silent $0
 
 
-def log_evaluation_run(study_name: str, arm: str, seller: str, out: Path, metrics: dict[str, Any],
-                       layout: ResultsLayout, tables_sha256: str) -> str | None:
+def log_evaluation_run(study_name: str, arm: str, seller: str, metrics: dict[str, Any], layout: ResultsLayout,
+                       tables_sha256: str) -> str | None:
     """One MLflow run per evaluated arm: metrics, tags, tables, pilot record and sampling."""
     log = load_registry(study_name).deviations
     deviations = sorted(e.id for e in log.active() if e.covers(arm, None, None))
@@ -182,14 +181,14 @@ def log_evaluation_run(study_name: str, arm: str, seller: str, out: Path, metric
             "deviations": ",".join(map(str, deviations)) or "none", "tables_sha256": tables_sha256}
     tracker = MlflowTracker(experiment_name(study_name), f"evaluate/{arm}", flatten({"seller": seller}), tags)
     tracker.log_step(0, {f"eval/{k}": float(v) for k, v in metrics.items() if isinstance(v, (int, float))})
-    for path in (out / "episodes.parquet", out / "turns.parquet", out / "sampling.json", out / "metrics.json",
+    for path in (layout.episodes(arm), layout.turns(arm), layout.sampling(arm), layout.metrics(arm),
                  layout.pilot(arm)):
         if path.exists():
             tracker.log_artifact(path)
     for path in (layout.seller(arm), layout.selection(arm)):  # what the arm's registered model version points at
         if path.exists():
             tracker.log_artifact(path, SELLER_ARTIFACTS)
-    scenarios = layout.dir / "scenarios" / "evaluation.parquet"
+    scenarios = layout.scenarios / "evaluation.parquet"
     if scenarios.exists():
         log_dataset_input(tracker.client, tracker.run_id, scenarios, name=f"{study_name}-evaluation-scenarios",
                           context="evaluation")

@@ -15,7 +15,7 @@ def _read(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def _trained(root: Path, out: str, arm: dict[str, Any], runs: dict[str, Any], name: str) -> str:
+def _trained(root: Path, arm: dict[str, Any]) -> str:
     if arm["kind"] != "trained":
         return "n/a" if arm["kind"] == "reference" else ("yes" if (root / arm["source"]).exists() else "no")
     steps = sorted(int(p.name[5:]) for p in (root / arm["source"]).glob("step_*") if p.name[5:].isdigit())
@@ -23,7 +23,7 @@ def _trained(root: Path, out: str, arm: dict[str, Any], runs: dict[str, Any], na
 
 
 def _evaluated(layout: ResultsLayout, arm: str) -> str:
-    metrics = _read(layout.dir / "evaluate" / arm / "metrics.json")
+    metrics = _read(layout.metrics(arm))
     if metrics is None:
         return "no"
     return f"{metrics['episodes']} episodes, {metrics['error_rows']} error rows, S={metrics.get('S', float('nan')):.3f}"
@@ -42,22 +42,22 @@ def _reads(arm: dict[str, Any]) -> str:
 
 def arm_reads(study: str, root: Path | None = None) -> dict[str, dict[str, Any]]:
     """Per trained arm, the plan's run, own read step, combined step, parent run and branch step."""
-    plan = build_plan(study, load_study(study, root).root)["plan"]
+    plan = build_plan(load_study(study, root))["plan"]
     return {name: {key: arm[key] for key in READ_KEYS} for name, arm in plan["arms"].items() if arm["kind"] == "trained"}
 
 
 def arm_rows(study: str, root: Path | None = None) -> list[dict[str, str]]:
     """One row per planned arm."""
     loaded = load_study(study, root)
-    plan = build_plan(study, loaded.root)["plan"]
-    layout = ResultsLayout(loaded.root / plan["out"])
+    plan = build_plan(loaded)["plan"]
+    layout = loaded.layout
     rows = []
     for name, arm in plan["arms"].items():
         selection = _read(layout.selection(name))
         pilot = _read(layout.pilot(name))
         rows.append({
             "arm": name, "kind": arm["kind"], "frozen": "yes" if arm["frozen"] else "added", "reads": _reads(arm),
-            "trained": _trained(loaded.root, plan["out"], arm, plan["runs"], name),
+            "trained": _trained(loaded.root, arm),
             "selected": (f"step {selection['step']}" + (" (substitution)" if selection["substitution"] else "")
                          if selection else ("yes" if layout.seller(name).exists() else "no")),
             "gated": ("passed" if pilot["passed"] else "FAILED") if pilot else "no",
@@ -69,14 +69,13 @@ def arm_rows(study: str, root: Path | None = None) -> list[dict[str, str]]:
 def study_state(study: str, root: Path | None = None) -> dict[str, Any]:
     """Validation, audit and report state of the study."""
     loaded = load_study(study, root)
-    out = loaded.root / build_plan(study, loaded.root)["plan"]["out"]
-    validation = _read(out / "validate" / "report.json")
-    audit = _read(out / "audit.json")
-    report = out / "report" / "report.html"
+    layout = loaded.layout
+    validation = _read(layout.validation_report)
+    audit = _read(layout.audit)
+    report, transcripts = layout.report / "report.html", layout.report / "transcripts.html"
     return {
         "validation": "not run" if validation is None else ("passed" if validation.get("success") else "FAILED"),
         "audit": "not run" if audit is None else ("passed" if audit.get("passed") else "FAILED"),
         "report": str(report.relative_to(loaded.root)) if report.exists() else "not built",
-        "transcripts": str((out / "report" / "transcripts.html").relative_to(loaded.root))
-        if (out / "report" / "transcripts.html").exists() else "not built",
+        "transcripts": str(transcripts.relative_to(loaded.root)) if transcripts.exists() else "not built",
     }

@@ -60,16 +60,15 @@ def run_track(study: str, results_dir: Path) -> dict[str, Any]:
     logged = _logged(client, study)
     runs: dict[str, Any] = {}
     for arm in build_plan(study)["plan"]["arms"]:
-        out = layout.dir / "evaluate" / arm
-        table = out / "episodes.parquet"
+        table = layout.episodes(arm)
         if not table.exists():
             continue
         digest = _sha256(table)
         run_id = logged.get((arm, digest))
         if run_id is None:
-            metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+            metrics = json.loads(layout.metrics(arm).read_text(encoding="utf-8"))
             seller = json.loads(layout.seller(arm).read_text(encoding="utf-8"))["seller"]
-            run_id = log_evaluation_run(study, arm, seller, out, metrics, layout, digest)
+            run_id = log_evaluation_run(study, arm, seller, metrics, layout, digest)
         version = _register(client, study, arm, layout, run_id)
         runs[arm] = {"run_id": run_id, "tables_sha256": digest, "registered_model": registered_model_name(study, arm),
                      "model_version": version}

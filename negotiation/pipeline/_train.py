@@ -18,7 +18,7 @@ import yaml
 
 from negotiation.errors import ConfigError, NegotiationError
 from negotiation.pipeline._progress import StageProgress
-from negotiation.pipeline._plan import all_arms, build_plan
+from negotiation.pipeline._plan import build_plan
 from negotiation.pipeline._stage import PARAMS_FILE, runtime_knob
 from negotiation.protocol import fill_seller
 from negotiation.study import ResultsLayout, Study, load_study, protocol_hash, write_record
@@ -37,11 +37,6 @@ def _write_json(path: Path, payload: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
-
-
-def tokenizer_dir(out: str) -> str:
-    """Where a study with a language-model ladder keeps its tokenizer (the ``tokenizer`` stage)."""
-    return f"{out}/tokenizer"
 
 
 def run_tokenizer(study_name: str, out_dir: Path) -> dict[str, Any]:
@@ -67,7 +62,7 @@ def run_init(study_name: str, size: str, out_dir: Path) -> Path:
     if spec.kind == "lm":
         from negotiation.lm import write_base
 
-        tokenizer = study.root / tokenizer_dir(build_plan(study_name)["plan"]["out"])
+        tokenizer = study.layout.tokenizer
         write_base(study.protocol, size, tokenizer, out_dir)
         return out_dir
     models = os.environ.get(MODELS_ENV)
@@ -93,12 +88,12 @@ def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -
     """Train one run: the demo trainer for policy sizes, the token trainer for the ``lm`` ladder
     and (``training.backend: token``) the paper's sizes, else NeMo-RL."""
     study = load_study(study_name)
-    plan = build_plan(study_name)["plan"]
+    plan = build_plan(study)["plan"]
     info = plan["runs"][run]
     kind = study.protocol.sizes[info["size"]].kind
     branch = info["branch_step"] if info["parent"] else None  # registry continuations, else the rule
     if kind == "lm" or (kind == "llm" and training_backend() == "token"):
-        return _train_tokens(study, run, info, Path(out_dir), plan["out"], track)
+        return _train_tokens(study, run, info, Path(out_dir), track)
     if kind != "policy":
         return _train_with_nemo(study_name, run, branch)
     from negotiation.training import branch_checkpoint, train_arm, train_config_for, training_env
@@ -114,18 +109,17 @@ def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -
     return summary.model_dump(mode="json") if hasattr(summary, "model_dump") else dict(vars(summary))
 
 
-def _base_folder(study: Study, size: str, out: str) -> Path:
+def _base_folder(study: Study, size: str) -> Path:
     """The Hugging Face folder of a size's base: the ladder's init folder itself, or the local
     checkpoint a paper size's ``init@`` recorded in ``source.json``."""
-    folder = study.root / out / "init" / size
+    folder = study.layout.init(size)
     source = folder / "source.json"
     if source.is_file():
         return Path(json.loads(source.read_text(encoding="utf-8"))["checkpoint"])
     return folder
 
 
-def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, out: str,
-                  track: bool) -> dict[str, Any]:
+def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, track: bool) -> dict[str, Any]:
     """One run with the token-level trainer: on CUDA when present (bf16 per the protocol's
     optimizer precision, gradient checkpointing), else on the CPU."""
     import torch
@@ -133,7 +127,7 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, o
     from negotiation.training import branch_checkpoint
     from negotiation.training.lm import LmRuntime, lm_train_config_for, train_lm_arm
 
-    owner = all_arms(study)[info["params_key"].split(".", 1)[1]]
+    owner = study.arms[info["params_key"].split(".", 1)[1]]
     parent = branch_checkpoint(study.root / info["start"], info["branch_step"]) if info["parent"] else None
     cuda = torch.cuda.is_available()
     precision = study.protocol.recipe_for(info["size"]).optimizer.precision
@@ -141,7 +135,7 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, o
                         gradient_checkpointing=cuda,
                         micro_batch_tokens=runtime_knob("training.micro_batch_tokens", 16384),
                         threads=torch.get_num_threads())
-    cfg = lm_train_config_for(study, run, owner, base=_base_folder(study, info["size"], out), parent=parent,
+    cfg = lm_train_config_for(study, run, owner, base=_base_folder(study, info["size"]), parent=parent,
                               steps=info["steps"], runtime=runtime, protocol_hash=protocol_hash(study.name))
     summary = train_lm_arm(cfg, out_dir, track=track)
     return {"run": run, "backend": "token", "checkpoints": summary.checkpoints, "val_scores": summary.val_scores,
@@ -159,10 +153,10 @@ def _train_with_nemo(study_name: str, run: str, branch_step: int | None) -> dict
     return {"run": run, "config": str(config)}
 
 
-def _seller_spec(study: Study, arm_name: str, checkpoint: str | None) -> str:
-    arm = all_arms(study)[arm_name]
+def _seller_spec(study: Study, arm_name: str, checkpoint: str | None, plan: dict[str, Any]) -> str:
+    arm = study.arms[arm_name]
     if arm.kind == "base":
-        return fill_seller(arm.seller, base=str(Path(build_plan(study.name)["plan"]["arms"][arm_name]["source"])))
+        return fill_seller(arm.seller, base=str(Path(plan["arms"][arm_name]["source"])))
     if arm.kind == "trained":
         return fill_seller(arm.seller, checkpoint=str(checkpoint))
     return arm.seller
@@ -213,13 +207,12 @@ def served_checkpoint(root: Path, checkpoint: str, select_dir: Path) -> str:
 def run_select(study_name: str, arm_name: str, results_dir: Path) -> dict[str, Any]:
     """Apply the read-point rule (trained arms) and write the seller every arm is evaluated with."""
     study = load_study(study_name)
-    arms = all_arms(study)
-    arm = arms[arm_name]
+    plan = build_plan(study)["plan"]
+    arm = study.arms[arm_name]
     layout = ResultsLayout(Path(results_dir))
     checkpoint = None
     if arm.kind == "trained":
-        plan = build_plan(study_name)["plan"]
-        run_dir = study.root / plan["out"] / "train" / arm.run
+        run_dir = study.layout.train(arm.run)
         # The branch is data (registry continuations, else the rule): the plan states it.
         branch = plan["arms"][arm_name]["branch_step"] if arm.parent_run else None
         record = select_checkpoint(study, arm_name, run_dir, arm=arm, parent_step=branch)
@@ -227,13 +220,13 @@ def run_select(study_name: str, arm_name: str, results_dir: Path) -> dict[str, A
         relative = Path(record.checkpoint).resolve().relative_to(study.root.resolve())
         record = record.model_copy(update={"checkpoint": str(relative)})
         write_record(record, layout.selection(arm_name))
-        checkpoint = served_checkpoint(study.root, record.checkpoint, layout.selection(arm_name).parent)
-    seller = _seller_spec(study, arm_name, checkpoint)
+        checkpoint = served_checkpoint(study.root, record.checkpoint, layout.select(arm_name))
+    seller = _seller_spec(study, arm_name, checkpoint, plan)
     # pilot@ and evaluate@ depend on this file alone: the spec names the checkpoint's path, and
     # the weights' hash makes a retrained checkpoint at the same path rerun them. No protocol
     # hash (selection.json carries it for the audit), so unrelated protocol edits rerun nothing.
-    weights = study.root / checkpoint if checkpoint else (study.root / build_plan(study_name)["plan"]["arms"][arm_name]["source"]
-                             if arm.kind == "base" else None)
+    weights = study.root / checkpoint if checkpoint else (study.root / plan["arms"][arm_name]["source"]
+                                                          if arm.kind == "base" else None)
     payload = {"version": 1, "study": study_name, "arm": arm_name, "kind": arm.kind, "seller": seller,
                "weights_sha256": folder_sha256(Path(weights)) if weights else None}
     _write_json(layout.seller(arm_name), payload)

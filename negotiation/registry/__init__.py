@@ -5,7 +5,8 @@ deviation (append-only), the arms added outside the frozen matrix, and hand-read
 The audit checks results and registry against the protocol. See ``docs/protocol.md``.
 """
 
-from negotiation.registry._audit import AuditReport, Finding, run_audit
+from negotiation.registry._audit import AuditReport, run_audit
+from negotiation.registry._findings import Finding
 from negotiation.registry._checks import CHECKS
 from negotiation.registry._deviation import CATEGORIES, Cell, Deviation, DeviationLog, load_deviation_log
 from negotiation.registry._effective import effective_protocol, value_problems

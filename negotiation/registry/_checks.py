@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from negotiation.registry._audit import Check
+from negotiation.registry._findings import Check
 from negotiation.registry._checks_declared import (
     check_arms,
     check_deviation_arms,

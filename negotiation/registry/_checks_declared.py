@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from negotiation.study import arm_problems
-from negotiation.registry._audit import AuditContext, Finding, cover
+from negotiation.registry._findings import AuditContext, Finding, cover
 from negotiation.registry._effective import value_problems
 
 __all__ = [
@@ -36,7 +36,7 @@ def check_protocol(ctx: AuditContext) -> Iterator[Finding]:
         return
     study = ctx.study
     yield _ok("protocol", f"{study.show(study.dir / 'protocol.yaml')} and arms.yaml valid; "
-                          f"{len(study.arms)} frozen arms, {len(study.protocol.domains.evaluated)} domain files")
+                          f"{len(study.frozen_arms)} frozen arms, {len(study.protocol.domains.evaluated)} domain files")
 
 
 def check_registry_files(ctx: AuditContext) -> Iterator[Finding]:
@@ -118,12 +118,10 @@ def check_deviation_arms(ctx: AuditContext) -> Iterator[Finding]:
 
 
 def _added_arm_findings(ctx: AuditContext, name: str) -> Iterator[Finding]:
-    arm, log = ctx.registry.added[name], ctx.registry.deviations
+    arm, log = ctx.study.added_arms[name], ctx.registry.deviations
     where = f"{ctx.show(ctx.registry.dir / 'arms.yaml')}:added_arms.{name}"
-    if name in ctx.study.arms:
-        yield _fail("arms", f"{where}: already an arm of the frozen matrix")
-        return
-    for key, reason in arm_problems(ctx.study.protocol, {name: arm}, other_arms=ctx.study.arms, section="added_arms"):
+    for key, reason in arm_problems(ctx.study.protocol, {name: arm}, other_arms=ctx.study.frozen_arms,
+                                    section="added_arms"):
         yield _fail("arms", f"{ctx.show(ctx.registry.dir / 'arms.yaml')}:{key}: {reason}")
     active = {e.id for e in log.active()}
     for entry_id in arm.deviations:
@@ -136,8 +134,8 @@ def _added_arm_findings(ctx: AuditContext, name: str) -> Iterator[Finding]:
 
 
 def check_arms(ctx: AuditContext) -> Iterator[Finding]:
-    yield _ok("arms", f"{len(ctx.study.arms)} arms of the frozen matrix")
-    for name in sorted(ctx.registry.added):
+    yield _ok("arms", f"{len(ctx.study.frozen_arms)} arms of the frozen matrix")
+    for name in sorted(ctx.study.added_arms):
         yield from _added_arm_findings(ctx, name)
     planned = ctx.planned_arms()
     for name, paths in sorted(ctx.layout.arms_with_results().items()):

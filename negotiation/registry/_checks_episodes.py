@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator
 from pydantic import ValidationError
 
 from negotiation.errors import format_validation_error
-from negotiation.registry._audit import AuditContext, Finding
+from negotiation.registry._findings import AuditContext, Finding
 from negotiation.study import ContrastResult
 
 if TYPE_CHECKING:
@@ -42,9 +42,8 @@ def _episode_tables(ctx: AuditContext, check: str) -> Iterator[tuple[str, pd.Dat
     import pyarrow
     import pyarrow.parquet as pq
 
-    evaluate = ctx.layout.dir / "evaluate"
-    for folder in sorted(p for p in evaluate.iterdir() if p.is_dir()) if evaluate.is_dir() else []:
-        path = folder / "episodes.parquet"
+    for folder in ctx.layout.evaluated():
+        path = ctx.layout.episodes(folder.name)
         shown = ctx.show(path)
         if not path.is_file():
             yield _fail(check, f"{shown}:<file>: missing for evaluated arm {folder.name!r}")
@@ -114,7 +113,7 @@ def check_pairing(ctx: AuditContext) -> Iterator[Finding]:
             continue
         yield from _pairing_findings(ctx, *item, has_ext)
     # The doubling rule applies at once to every frozen arm and both buyers, or not at all.
-    frozen = {arm: flag for arm, flag in has_ext.items() if arm in ctx.study.arms}
+    frozen = {arm: flag for arm, flag in has_ext.items() if ctx.study.is_frozen(arm)}
     if any(frozen.values()) and not all(frozen.values()):
         lacking = sorted(arm for arm, flag in frozen.items() if not flag)
         yield _fail("pairing", f"{ctx.show(ctx.layout.dir / 'evaluate')}:held_out_extension: the doubled held-out "

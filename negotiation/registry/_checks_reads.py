@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from negotiation.registry._audit import AuditContext, Finding
-from negotiation.study import AddedArm, continuation_problems
+from negotiation.registry._findings import AuditContext, Finding
+from negotiation.study import continuation_problems
 
 __all__ = ["READ_CATEGORIES", "BRANCH_CATEGORIES", "check_continuations", "check_read_steps"]
 
@@ -34,7 +34,7 @@ def check_read_steps(ctx: AuditContext) -> Iterator[Finding]:
     for name, arm in sorted(ctx.planned_arms().items()):
         if arm.kind != "trained":
             continue
-        added = isinstance(arm, AddedArm) and name not in study.arms
+        added = not study.is_frozen(name)
         where = (f"{ctx.show(ctx.registry.dir / 'arms.yaml')}:added_arms.{name}" if added
                  else f"{ctx.show(study.dir / 'arms.yaml')}:arms.{name}")
         combined = study.read_step(arm)
@@ -61,7 +61,7 @@ def check_read_steps(ctx: AuditContext) -> Iterator[Finding]:
 def check_continuations(ctx: AuditContext) -> Iterator[Finding]:
     where = ctx.show(ctx.registry.dir / "continuations.yaml")
     planned = ctx.planned_arms()
-    problems = continuation_problems(ctx.study, planned, ctx.registry.continuations)
+    problems = continuation_problems(ctx.study, planned, ctx.study.continuations)
     yield from (Finding(check="continuations", status="fail", evidence=f"{where}:{key}: {reason}")
                 for key, reason in problems)
     for run, branch in ctx.branches().items():

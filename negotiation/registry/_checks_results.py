@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, SamplingSettings, load_json_model
-from negotiation.registry._audit import AuditContext, Finding, cover
-from negotiation.study import PilotRecord, SamplingRecord, SamplingUse, SelectionRecord
+from negotiation.registry._findings import AuditContext, Finding, cover
+from negotiation.study import PilotRecord, SamplingRecord, SamplingUse, SelectionRecord, gate_passes
 
 __all__ = ["check_pilot_gate", "check_provenance", "check_read_points", "check_sampling"]
 
@@ -39,15 +39,15 @@ def _records(ctx: AuditContext, check: str, model: type[RecordT], paths: list[Pa
 
 
 def _selection_paths(ctx: AuditContext) -> list[Path]:
-    return sorted((ctx.layout.dir / "select").glob("*/selection.json"))
+    return ctx.layout.selections()
 
 
 def _pilot_paths(ctx: AuditContext) -> list[Path]:
-    return sorted((ctx.layout.dir / "pilot").glob("*.json"))
+    return ctx.layout.pilots()
 
 
 def _sampling_paths(ctx: AuditContext) -> list[Path]:
-    return sorted((ctx.layout.dir / "evaluate").glob("*/sampling.json"))
+    return ctx.layout.samplings()
 
 
 def check_provenance(ctx: AuditContext) -> Iterator[Finding]:
@@ -137,7 +137,8 @@ def check_pilot_gate(ctx: AuditContext) -> Iterator[Finding]:
                 yield _fail("pilot_gate", f"{where}:cells: no cell for buyer {buyer!r}")
                 continue
             i, cell = cells[buyer]
-            ok = cell.bad_parses <= gate.max_bad_parses and cell.episodes >= gate.episodes_per_cell
+            ok = gate_passes(episodes=cell.episodes, bad_parses=cell.bad_parses, error_rows=0,
+                             episodes_per_cell=gate.episodes_per_cell, max_bad_parses=gate.max_bad_parses)
             key = f"{where}:cells.{i}"
             if cell.passed != ok:
                 yield _fail("pilot_gate", f"{key}.passed: {cell.passed}, but {cell.bad_parses} bad parses over "

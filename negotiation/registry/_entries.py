@@ -20,7 +20,16 @@ from pydantic import Field
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import StrictModel, display_path, load_yaml_model
-from negotiation.study import AddedArm, ContinuationEntry, Continuations, default_root, load_added_arms, registry_dir
+from negotiation.study import (
+    AddedArm,
+    ContinuationEntry,
+    added_arms_path,
+    continuations_path,
+    default_root,
+    load_added_arms,
+    load_continuations,
+    registry_dir,
+)
 
 from negotiation.registry._deviation import DeviationLog, load_deviation_log
 
@@ -81,19 +90,6 @@ class Registry:
 README = "README.md"  # a folder's own documentation, never an entry
 
 
-def _load_continuations(path: Path, study: str, root: Path, problems: list[str]) -> dict[str, ContinuationEntry]:
-    if not path.exists():
-        return {}
-    try:
-        loaded = load_yaml_model(Continuations, path, root=root)
-    except ConfigError as exc:
-        problems.extend(str(exc).splitlines())
-        return {}
-    if loaded.study != study:
-        problems.append(f"{display_path(path, root)}:study: {loaded.study!r} differs from {study!r}")
-    return dict(loaded.continuations)
-
-
 def _load_signoffs(folder: Path, root: Path, problems: list[str]) -> dict[str, SignOff]:
     signoffs = {}
     for path in sorted(folder.glob("*")) if folder.is_dir() else []:
@@ -120,7 +116,7 @@ def load_registry(study: str, root: Path | None = None) -> Registry:
     root = Path(root or default_root())
     folder = registry_dir(study, root)
     log, problems = load_deviation_log(folder / "deviations", root=root)
-    added = load_added_arms(folder / "arms.yaml", study, root, problems)
+    added = load_added_arms(added_arms_path(study, root), study, root, problems)
     signoffs = _load_signoffs(folder / "signoffs", root, problems)
-    continuations = _load_continuations(folder / "continuations.yaml", study, root, problems)
+    continuations = load_continuations(continuations_path(study, root), study, root, problems)
     return Registry(root, study, log, added, signoffs, continuations, problems)

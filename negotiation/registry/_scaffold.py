@@ -35,7 +35,7 @@ def _next_id(folder: Path) -> int:
 
 
 def _check_names(study: str, root: Path, entry: Deviation, target: str) -> None:
-    planned = set(load_study(study, root).arms) | set(load_registry(study, root).added)
+    planned = set(load_study(study, root).arms)
     unknown = sorted(entry.named_arms() - planned)
     if unknown:
         raise ConfigError(f"{target}:arms: unknown arms {unknown}; known: {sorted(planned)}")

@@ -7,16 +7,18 @@ package (registry, training, evaluation, analysis, pipeline) reads the study thr
 the records each stage writes (selection, pilot, sampling, contrasts), and the lock.
 """
 
-from negotiation.study._arms import AddedArm, AddedArms, load_added_arms, registry_dir
+from negotiation.study._arms import AddedArm, AddedArms, added_arms_path, load_added_arms, merge_arms
 from negotiation.study._continuations import (
     Branch,
     ContinuationEntry,
     Continuations,
     continuation_branches,
     continuation_problems,
+    continuations_path,
+    load_continuations,
 )
 from negotiation.study._contrasts import ContrastResult, ContrastSpec, Interval
-from negotiation.study._layout import ResultsLayout
+from negotiation.study._layout import RESULTS_ROOT, ResultsLayout, default_root, registry_dir, results_dir, study_dir
 from negotiation.study._lock import Lock, LockError, checked_lock, freeze, lock_problems, protocol_hash, verify
 from negotiation.study._records import (
     PilotCell,
@@ -24,14 +26,16 @@ from negotiation.study._records import (
     SamplingRecord,
     SamplingUse,
     SelectionRecord,
+    gate_passes,
     write_record,
 )
-from negotiation.study._study import Study, arm_problems, default_root, load_study, resolve_read_step, study_dir
+from negotiation.study._study import Study, arm_problems, load_study, resolve_read_step
 
 __all__ = [
-    "AddedArm", "AddedArms", "Branch", "ContinuationEntry", "Continuations", "ContrastResult", "ContrastSpec",
-    "Interval", "Lock", "LockError", "PilotCell", "PilotRecord", "ResultsLayout", "SamplingRecord", "SamplingUse",
-    "SelectionRecord", "Study", "arm_problems", "checked_lock", "continuation_branches", "continuation_problems",
-    "default_root", "freeze", "load_added_arms", "load_study", "lock_problems", "protocol_hash", "registry_dir",
-    "resolve_read_step", "study_dir", "verify",
+    "RESULTS_ROOT", "AddedArm", "AddedArms", "Branch", "ContinuationEntry", "Continuations", "ContrastResult",
+    "ContrastSpec", "Interval", "Lock", "LockError", "PilotCell", "PilotRecord", "ResultsLayout", "SamplingRecord",
+    "SamplingUse", "SelectionRecord", "Study", "added_arms_path", "arm_problems", "checked_lock",
+    "continuation_branches", "continuation_problems", "continuations_path", "default_root", "freeze", "gate_passes",
+    "load_added_arms", "load_continuations", "load_study", "lock_problems", "merge_arms", "protocol_hash",
+    "registry_dir", "resolve_read_step", "results_dir", "study_dir", "verify", "write_record",
 ]

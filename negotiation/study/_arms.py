@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Mapping
 
 from pydantic import Field
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, ArmName, StrictModel, display_path, load_yaml_model
-from negotiation.study._study import default_root
+from negotiation.study._layout import registry_dir
 
-__all__ = ["AddedArm", "AddedArms", "load_added_arms", "registry_dir"]
+__all__ = ["ADDED_ARMS_FILE", "AddedArm", "AddedArms", "added_arms_path", "load_added_arms", "merge_arms"]
+
+ADDED_ARMS_FILE = "arms.yaml"
+"""Under ``registry/<study>/``."""
 
 
 class AddedArm(Arm):
@@ -32,12 +35,13 @@ class AddedArms(StrictModel):
     """Added arms keyed by name (a key other than ``arms``, so DVC can read both files as vars)."""
 
 
-def registry_dir(study: str, root: Path | None = None) -> Path:
-    """``<root>/registry/<study>``."""
-    return Path(root or default_root()) / "registry" / study
+def added_arms_path(study: str, root: Path) -> Path:
+    """``registry/<study>/arms.yaml``."""
+    return registry_dir(study, root) / ADDED_ARMS_FILE
 
 
 def load_added_arms(path: Path, study: str, root: Path, problems: list[str]) -> dict[str, AddedArm]:
+    """The valid added arms of ``path`` (none when it is absent); file problems go to ``problems``."""
     if not path.exists():
         return {}
     try:
@@ -50,3 +54,18 @@ def load_added_arms(path: Path, study: str, root: Path, problems: list[str]) -> 
     return dict(added.added_arms)
 
 
+
+
+def merge_arms(frozen: Mapping[str, Arm], added: Mapping[str, AddedArm], *, frozen_file: str,
+               added_file: str) -> dict[str, Arm]:
+    """Frozen arms then added arms, by name: THE merge every reader uses (``Study.arms``).
+
+    An added arm may not reuse a frozen arm's name: that is an error naming both files, never a
+    silent choice of one definition.
+    """
+    clash = sorted(set(frozen) & set(added))
+    if clash:
+        raise ConfigError("\n".join(f"{added_file}:added_arms.{name}: an arm of that name is already in the "
+                                    f"frozen matrix {frozen_file}; give the added arm another name"
+                                    for name in clash))
+    return {**frozen, **added}

@@ -18,14 +18,23 @@ resolution, and the audit checks the records against it.
 
 from __future__ import annotations
 
-from typing import Literal, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Mapping
 
 from pydantic import Field
 
-from negotiation.protocol import Arm, StrictModel
-from negotiation.study._study import Study
+from negotiation.errors import ConfigError
+from negotiation.protocol import Arm, StrictModel, display_path, load_yaml_model
+from negotiation.study._layout import registry_dir
 
-__all__ = ["Branch", "ContinuationEntry", "Continuations", "continuation_branches", "continuation_problems"]
+if TYPE_CHECKING:  # a type only: the Study is built from these entries
+    from negotiation.study._study import Study
+
+__all__ = ["Branch", "ContinuationEntry", "Continuations", "continuation_branches", "continuation_problems",
+           "continuations_path", "load_continuations"]
+
+CONTINUATIONS_FILE = "continuations.yaml"
+"""Under ``registry/<study>/``."""
 
 
 class ContinuationEntry(StrictModel):
@@ -97,3 +106,22 @@ def continuation_branches(study: Study, arms: Mapping[str, Arm],
         branches[run] = Branch(run=run, parent_run=parent, branch_step=step, steps=recipe.combined_steps - step,
                                rule=entry is None, deviations=entry.deviations if entry else ())
     return branches
+
+
+def continuations_path(study: str, root: Path) -> Path:
+    """``registry/<study>/continuations.yaml``."""
+    return registry_dir(study, root) / CONTINUATIONS_FILE
+
+
+def load_continuations(path: Path, study: str, root: Path, problems: list[str]) -> dict[str, ContinuationEntry]:
+    """The valid entries of ``path`` (none when it is absent); file problems go to ``problems``."""
+    if not path.exists():
+        return {}
+    try:
+        loaded = load_yaml_model(Continuations, path, root=root)
+    except ConfigError as exc:
+        problems.extend(str(exc).splitlines())
+        return {}
+    if loaded.study != study:
+        problems.append(f"{display_path(path, root)}:study: {loaded.study!r} differs from {study!r}")
+    return dict(loaded.continuations)

@@ -18,7 +18,8 @@ import yaml
 from negotiation.errors import ConfigError
 from negotiation.protocol import StrictModel, display_path, load_yaml_model, parse_yaml
 from negotiation.protocol._files import yaml_reason
-from negotiation.study._study import LOCK_FILE, Study, default_root, load_study, study_dir
+from negotiation.study._layout import default_root, study_dir
+from negotiation.study._study import LOCK_FILE, Study, load_study
 
 __all__ = ["FileLock", "Lock", "LockError", "checked_lock", "freeze", "lock_problems", "protocol_hash", "verify"]
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, model_validator
 from negotiation.protocol import SamplingSettings, StrictModel
 
 __all__ = [
-    "PilotCell", "PilotRecord", "SamplingRecord", "SamplingUse", "SelectionRecord",
+    "PilotCell", "PilotRecord", "SamplingRecord", "SamplingUse", "SelectionRecord", "gate_passes",
     "write_record",
 ]
 
@@ -65,6 +65,15 @@ class SelectionRecord(StrictModel):
     def combined_step(self) -> int:
         """Parent steps up to the branch plus own steps."""
         return (self.parent_step or 0) + self.step
+
+
+def gate_passes(*, episodes: int, bad_parses: int, error_rows: int, episodes_per_cell: int,
+                max_bad_parses: int) -> bool:
+    """THE pilot-gate rule (protocol ``pilot_gate``, Appendix K), read by the pilot, its record and
+    the audit: a cell passes when none of its pilot episodes is an error row, at least
+    ``episodes_per_cell`` completed, and the counted turns hold at most ``max_bad_parses`` bad
+    parses. ``episodes`` counts completed (non-error) episodes."""
+    return error_rows == 0 and episodes >= episodes_per_cell and bad_parses <= max_bad_parses
 
 
 class PilotCell(StrictModel):

@@ -1,33 +1,34 @@
-"""Loading ``protocol/<study>/`` (protocol, arm matrix) and checking the references between them."""
+"""The ``Study``: ``protocol/<study>/`` (protocol, frozen arm matrix) with the arms and continuation
+branches ``registry/<study>/`` adds, loaded and cross-checked once.
+
+``Study.arms`` is the one merge of frozen and added arms every stage, check and table reads; an
+added arm reusing a frozen arm's name is an error naming both files.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from negotiation._root import find_root
 from negotiation.errors import ConfigError
-from negotiation.names import check_name
 from negotiation.protocol import Arm, ArmMatrix, Protocol, display_path, load_yaml_model
+from negotiation.study._arms import AddedArm, added_arms_path, load_added_arms, merge_arms
+from negotiation.study._continuations import (
+    Branch,
+    ContinuationEntry,
+    continuation_branches,
+    continuation_problems,
+    continuations_path,
+    load_continuations,
+)
+from negotiation.study._layout import ResultsLayout, default_root, results_dir, study_dir
 
-__all__ = ["Study", "arm_problems", "default_root", "load_study", "resolve_read_step", "study_dir"]
+__all__ = ["Study", "arm_problems", "load_study", "resolve_read_step"]
 
 PROTOCOL_FILE = "protocol.yaml"
 ARMS_FILE = "arms.yaml"
 LOCK_FILE = "lock.yaml"
-
-
-def default_root() -> Path:
-    """The repository root: ``$NEGO_ROOT``, else the working directory or its nearest parent
-    holding ``protocol/`` and ``registry/`` (``negotiation._root``)."""
-    return find_root()
-
-
-def study_dir(study: str, root: Path | None = None) -> Path:
-    """``<root>/protocol/<study>``."""
-    check_name("study", study)
-    return Path(root or default_root()) / "protocol" / study
 
 
 def resolve_read_step(protocol: Protocol, arm: Arm) -> int:
@@ -94,7 +95,7 @@ def arm_problems(
 
 @dataclass(frozen=True)
 class Study:
-    """A loaded, cross-checked study: its protocol and frozen arm matrix."""
+    """A loaded, cross-checked study: its protocol, every arm (frozen and added) and its branches."""
 
     name: str
     """Study name (folder under ``protocol/``)."""
@@ -102,8 +103,42 @@ class Study:
     """Repository root."""
     protocol: Protocol
     """The frozen protocol."""
-    arms: dict[str, Arm]
-    """The frozen arm matrix."""
+    frozen_arms: dict[str, Arm]
+    """The frozen arm matrix (``protocol/<study>/arms.yaml``)."""
+    added_arms: dict[str, AddedArm] = field(default_factory=dict)
+    """Arms added outside the matrix (``registry/<study>/arms.yaml``), each citing its deviations."""
+    continuations: dict[str, ContinuationEntry] = field(default_factory=dict)
+    """Continuation runs branching off the protocol's rule (``registry/<study>/continuations.yaml``)."""
+    arms: dict[str, Arm] = field(init=False)
+    """Every planned arm: frozen, then added (``merge_arms``)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arms", merge_arms(
+            self.frozen_arms, self.added_arms, frozen_file=self.show(self.dir / ARMS_FILE),
+            added_file=self.show(added_arms_path(self.name, self.root))))
+
+    @property
+    def layout(self) -> ResultsLayout:
+        """The default results directory's layout (``outputs/<study>`` under the root)."""
+        return ResultsLayout(results_dir(self.name, self.root))
+
+    @property
+    def out(self) -> str:
+        """The results directory relative to the root, as pipeline files name it."""
+        return results_dir(self.name, Path()).as_posix()
+
+    def branches(self) -> dict[str, Branch]:
+        """Every continuation run with its parent, branch step and step budget: the registry's
+        ``continuations.yaml`` entry where there is one, else the protocol's rule."""
+        problems = continuation_problems(self, self.arms, self.continuations)
+        if problems:
+            shown = self.show(continuations_path(self.name, self.root))
+            raise ConfigError("\n".join(f"{shown}:{key}: {reason}" for key, reason in problems))
+        return continuation_branches(self, self.arms, self.continuations)
+
+    def is_frozen(self, arm: str) -> bool:
+        """Whether ``arm`` is in the frozen matrix (else the registry added it)."""
+        return arm in self.frozen_arms
 
     @property
     def dir(self) -> Path:
@@ -135,8 +170,19 @@ def _raise(shown: str, problems: list[tuple[str, str]]) -> None:
         raise ConfigError("\n".join(f"{shown}:{key}: {reason}" for key, reason in problems))
 
 
+def _registry_part(study: str, root: Path) -> tuple[dict[str, AddedArm], dict[str, ContinuationEntry]]:
+    """The added arms and continuation entries of ``registry/<study>/``; any file problem raises."""
+    problems: list[str] = []
+    added = load_added_arms(added_arms_path(study, root), study, root, problems)
+    continuations = load_continuations(continuations_path(study, root), study, root, problems)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return added, continuations
+
+
 def load_study(study: str, root: Path | None = None) -> Study:
-    """Load and cross-check ``protocol/<study>/``; raise ``ConfigError`` naming file and key."""
+    """Load and cross-check ``protocol/<study>/`` and the arms and branches ``registry/<study>/``
+    adds; raise ``ConfigError`` naming file and key."""
     root = Path(root or default_root())
     folder = study_dir(study, root)
     if not folder.is_dir():
@@ -165,4 +211,5 @@ def load_study(study: str, root: Path | None = None) -> Study:
     if arms.study != study:
         arm_issues.append(("study", f"{arms.study!r} differs from the folder name {study!r}"))
     _raise(shown_arms, arm_issues)
-    return Study(study, root, protocol, dict(arms.arms))
+    added, continuations = _registry_part(study, root)
+    return Study(study, root, protocol, dict(arms.arms), added, continuations)

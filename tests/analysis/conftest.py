@@ -20,10 +20,10 @@ def demo_root(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_results(demo_root, tmp_path_factory) -> Path:
-    from negotiation.analysis._results import load_context
+    from negotiation.study import load_study
     from negotiation.analysis._synthetic import synthetic_tables
 
-    context = load_context("demo", demo_root)
+    context = load_study("demo", demo_root)
     results = tmp_path_factory.mktemp("results")
     episodes, turns = synthetic_tables(context.protocol, list(context.arms), seed=3)
     for arm in episodes:

@@ -9,12 +9,13 @@ from negotiation.analysis import score_identity_gap
 from negotiation.study import ContrastResult
 from negotiation.analysis._analysis import run_analysis, settings_from_protocol, write_analysis
 from negotiation.analysis._metrics import context_from_protocol
-from negotiation.analysis._results import load_context, load_tables
+from negotiation.study import load_study
+from negotiation.analysis._results import load_tables
 
 
 @pytest.fixture(scope="module")
 def analysed(demo_root, demo_results):
-    context = load_context("demo", demo_root)
+    context = load_study("demo", demo_root)
     episodes, turns = load_tables(demo_results, context.arms)
     settings = settings_from_protocol(context.protocol, seed=1, resamples=1000)
     return context, run_analysis(episodes, context.protocol, context.arms, settings, turns=turns)
@@ -74,7 +75,7 @@ def test_tables_and_figures_for_a_study_with_reference_arms_only(demo_root, demo
     from negotiation.analysis._figures import FIGURES
     from negotiation.analysis._tables import BUILDERS, Report
 
-    context = load_context("demo", demo_root)
+    context = load_study("demo", demo_root)
     episodes, turns = load_tables(demo_results, ["ref_boulware", "ref_conceder"])
     settings = settings_from_protocol(context.protocol, seed=0, resamples=500)
     result = run_analysis(episodes, context.protocol, context.arms, settings, turns=turns)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from negotiation.analysis._results import load_context
+from negotiation.study import load_study
 from negotiation.analysis._synthetic import synthetic_tables
 from negotiation.study import default_root
 
 
 def scaled_tables(n: int, seed: int = 3) -> tuple[pd.DataFrame, pd.DataFrame]:
-    context = load_context("demo", default_root())
+    context = load_study("demo", default_root())
     episodes, turns = synthetic_tables(context.protocol, list(context.arms), seed=seed)
     base_e, base_t = pd.concat(episodes.values(), ignore_index=True), pd.concat(turns.values(), ignore_index=True)
     copies = -(-n // len(base_e))

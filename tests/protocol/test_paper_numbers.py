@@ -100,13 +100,13 @@ def test_guards_pilot_gate_and_doubling_rule(paper):
 
 
 def test_frozen_matrix_is_ten_arms_and_registry_adds_the_other_eleven_of_table_4(paper):
-    kinds = sorted(a.kind for a in paper.arms.values())
+    kinds = sorted(a.kind for a in paper.frozen_arms.values())
     assert kinds == ["base"] * 4 + ["reference"] * 2 + ["trained"] * 4
-    assert {paper.read_step(n) for n, a in paper.arms.items() if a.kind == "trained"} == {104}
+    assert {paper.read_step(n) for n, a in paper.frozen_arms.items() if a.kind == "trained"} == {104}
     assert {a.seller for a in paper.arms.values() if a.kind == "reference"} == {
         "litellm:anthropic/claude-sonnet-5", "litellm:openai/gpt-5.6-terra"}
     added = load_registry("paper").added
-    assert len(added) == 11 and len(paper.arms) + len(added) == 21
+    assert len(added) == 11 and len(paper.frozen_arms) + len(added) == 21 and len(paper.arms) == 21
     by_lr = sorted((a.size, a.lr_multiple) for a in added.values() if a.lr_multiple != 1)
     assert by_lr == [("12b", 3), ("31b", 3), ("e2b", 3), ("e2b", 10), ("e4b", 3), ("e4b", 3)]
     intermediate = sorted(n for n, a in added.items() if a.lr_multiple == 1)

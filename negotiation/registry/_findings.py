@@ -1,0 +1,87 @@
+"""What the audit's checks share: the loaded inputs (``AuditContext``), a finding, a check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Literal
+
+from negotiation.protocol import Arm, StrictModel
+from negotiation.registry._entries import Registry
+from negotiation.study import Branch, ResultsLayout, Study, continuation_branches, continuation_problems
+
+__all__ = ["AuditContext", "Check", "CheckFn", "Finding", "Status", "cover"]
+
+Status = Literal["pass", "covered", "fail", "pending", "skipped"]
+
+
+class Finding(StrictModel):
+    """One row of the compliance table."""
+
+    check: str
+    """Check name (see ``CHECKS``)."""
+    status: Status
+    """Outcome."""
+    evidence: str
+    """What was compared, naming the file and key where something departs."""
+    deviations: tuple[int, ...] = ()
+    """Ids of the active deviations that cover a ``covered`` finding."""
+
+
+@dataclass
+class AuditContext:
+    """What the checks read, loaded once."""
+
+    study_name: str
+    root: Path
+    registry: Registry
+    layout: ResultsLayout
+    study: Study | None = None
+    study_error: str | None = None
+    lock_issues: list[str] = field(default_factory=list)
+    lock_hash: str | None = None
+
+    def planned_arms(self) -> dict[str, Arm]:
+        """Every arm of the study (``Study.arms``: frozen, then added); none when it did not load."""
+        return dict(self.study.arms) if self.study else {}
+
+    def branches(self) -> dict[str, Branch]:
+        """Every continuation run of the planned arms with its branch (entries with problems
+        fall back to the rule here; check ``continuations`` reports them)."""
+        planned, entries = self.planned_arms(), self.study.continuations
+        bad = {key.split(".")[1] for key, _ in continuation_problems(self.study, planned, entries)}
+        return continuation_branches(self.study, planned, {k: v for k, v in entries.items() if k not in bad})
+
+    def show(self, path: Path) -> str:
+        return self.registry.show(path)
+
+
+CheckFn = Callable[[AuditContext], Iterator[Finding]]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A named check with the one-line description the CLI help shows."""
+
+    name: str
+    description: str
+    run: CheckFn
+    needs_study: bool = True
+    needs_results: bool = False
+
+
+def cover(
+    ctx: AuditContext, check: str, arm: str, categories: tuple[str, ...], evidence: str, buyer: str | None = None,
+    exclude: tuple[int, ...] = (),
+) -> Finding:
+    """A ``covered`` finding when an active deviation of ``categories`` covers the arm, else ``fail``.
+
+    ``exclude``: entries that may not cover this finding (those an arm's entry already cites for
+    its declared read, which cannot also excuse a read elsewhere)."""
+    ids = [i for i in ctx.registry.deviations.covering(arm, categories, buyer=buyer) if i not in exclude]
+    if ids:
+        return Finding(check=check, status="covered", evidence=evidence, deviations=tuple(ids))
+    return Finding(check=check, status="fail",
+                   evidence=f"{evidence}; no active deviation ({' or '.join(categories)}) covers it")
+
+
