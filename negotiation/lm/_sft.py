@@ -10,7 +10,8 @@ bottom in ``warm_start``:
   than ``sequence_tokens`` are left out and counted;
 - order: one ``numpy`` Generator seeded with ``warm_start.seed`` permutes the examples, batches
   of ``batch_sequences`` are taken in that order (a new permutation per pass);
-- loss: next-token cross-entropy averaged over the batch's seller tokens;
+- loss: next-token cross-entropy averaged over the batch's seller tokens (the LM head runs only at
+  the positions that predict one, ``target_loss``);
 - AdamW (β 0.9/0.95, ``weight_decay``), float32 weights (bf16 autocast on CUDA), gradient-norm clip 1.0, linear warmup over
   ``warmup_steps`` then cosine to a tenth of ``learning_rate`` on the last step;
 - validation: the same loss over ``validation_chats`` held-out chats (validation seeds), at step 0, every
@@ -31,7 +32,7 @@ import numpy as np
 from negotiation.lm._corpus import Chat
 from negotiation.lm._turn_tags import TurnTags, encode_chat
 
-__all__ = ["SftResult", "encode_examples", "lr_at_step", "masked_lm_loss", "train_sft"]
+__all__ = ["SftResult", "encode_examples", "lr_at_step", "masked_lm_loss", "target_loss", "train_sft"]
 
 GRAD_CLIP = 1.0
 
@@ -102,6 +103,26 @@ def masked_lm_loss(logits: Any, ids: Any, mask: Any) -> tuple[Any, Any]:
     return (nll * weights).sum(), weights.sum()
 
 
+def target_loss(model: Any, ids: Any, attention: Any, mask: Any) -> tuple[Any, Any]:
+    """``masked_lm_loss`` of ``model`` on a batch, with the LM head run only where it is needed.
+
+    Seller tokens are a few percent of a chat (the re-rendered prompt dominates), and the vocabulary
+    projection of every position is most of a small model's cost, so the head runs only at the
+    positions some row predicts a target from (``logits_to_keep``, which every transformers causal
+    LM takes). The result equals ``masked_lm_loss`` of the full logits (tested).
+    ``ids``, ``attention``, ``mask``: ``[B, L]``.
+    """
+    import torch
+
+    weights = mask[:, 1:]
+    keep = torch.nonzero(weights.sum(0) > 0).squeeze(1)  # [K] positions t that predict a target t + 1
+    logits = model(input_ids=ids, attention_mask=attention, logits_to_keep=keep).logits  # [B, K, V]
+    nll = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
+                                            ids[:, 1:][:, keep].reshape(-1), reduction="none")
+    kept = weights[:, keep]
+    return (nll.view_as(kept) * kept).sum(), kept.sum()
+
+
 def _autocast(model: Any) -> Any:
     """bf16 autocast on CUDA (float32 weights and optimizer); nothing on the CPU."""
     import contextlib
@@ -121,7 +142,7 @@ def _validation_loss(model: Any, examples: Sequence[tuple[list[int], list[int]]]
     with torch.no_grad():
         for i in range(0, len(examples), batch):
             ids, attention, mask = (t.to(model.device) for t in _batch(examples[i:i + batch], pad_id))
-            loss, n = masked_lm_loss(model(input_ids=ids, attention_mask=attention).logits, ids, mask)
+            loss, n = target_loss(model, ids, attention, mask)
             total, count = total + float(loss), count + float(n)
     return total / max(count, 1.0)
 
@@ -148,8 +169,7 @@ def train_sft(model: Any, recipe: Any, steps: int, batch_sequences: int, train: 
         ids, attention, mask = (t.to(model.device) for t in _batch([train[i] for i in picked], pad_id))
         model.train()
         with _autocast(model):
-            logits = model(input_ids=ids, attention_mask=attention).logits
-        loss_sum, n = masked_lm_loss(logits, ids, mask)
+            loss_sum, n = target_loss(model, ids, attention, mask)
         loss = loss_sum / n.clamp(min=1.0)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
