@@ -6,10 +6,13 @@ Personas (``scripted:<persona>?key=value``):
   falls from ``start`` to ``floor`` as ``1 - τ^(1/e)`` over the rounds (``e`` < 1 concedes late,
   Boulware; ``e`` > 1 early, Conceder; defaults 0.2, 2.0 and 1.0). The agent offers the
   contract at its target that concedes its least important terms first, and accepts when the
-  ledger's own ``Ũ`` reaches the target.
+  ledger's own ``Ũ`` reaches the target, only after a counterpart turn (never its own offer).
 - ``titfortat``: behaviour-dependent. The target starts at ``start`` and drops by ``delta`` times
   the concession the counterpart has made so far (measured in own ``Ũ``), never below ``floor``.
 - ``fixed``: one offer at ``target`` (default 0.8), restated every turn until accepted.
+- every persona: ``readable=1`` accepts only after a counterpart turn whose action could be read
+  (a bad parse is no offer: the table is still the agent's own); the default ``0`` accepts after
+  any counterpart turn, as the demo study froze it.
 
 Each agent sees only its own view: its weights, preferred levels, the prose it was shown and
 the ledger.
@@ -70,22 +73,32 @@ class Fixed:
         return self.level
 
 
+def _counterpart_offered(view: View, readable: bool) -> bool:
+    """Whether the table is on offer from the counterpart: its last turn was the last turn played
+    and, with ``readable``, its action could be read. After an unreadable turn the table is still
+    this agent's own standing offer; accepting it closes a deal the counterpart never made
+    (docs/environment.md). Without ``readable`` any counterpart turn counts (the demo's frozen rule)."""
+    if not view.history or view.history[-1].role == view.role:
+        return False
+    return not readable or view.history[-1].ok is not False
+
+
 class ScriptedAgent:
     """A scripted negotiator speaking templated prose plus the JSON action."""
 
     blocking = False
 
-    def __init__(self, spec: str, role: Role, strategy: Any, *, holds: bool = False):
+    def __init__(self, spec: str, role: Role, strategy: Any, *, holds: bool = False, readable: bool = False):
         self.spec = spec
         self.role = role
         self.strategy = strategy
         self.holds = holds
+        self.readable = readable
 
     def respond(self, view: View) -> Reply:
         rng = TurnRandom([view.sample_seed, view.turn, 0 if view.role == "seller" else 1])
         target = self.strategy.target(view)
-        counterpart_spoke = bool(view.history) and view.history[-1].role != view.role
-        if view.ledger and counterpart_spoke:
+        if view.ledger and _counterpart_offered(view, self.readable):
             if score_prefs(view.domain, view.prefs, view.ledger).u_tilde >= target - 1e-9:
                 return Reply(render_accept(rng))
         asked = {} if self.holds else counterpart_levels(view.history, view.role)
@@ -98,8 +111,8 @@ class ScriptedAgent:
 
 
 _DEFAULT_E = {"boulware": 0.2, "conceder": 2.0, "linear": 1.0}
-_OPTIONS = {**{p: ("e", "start", "floor") for p in _DEFAULT_E}, "titfortat": ("start", "floor", "delta", "drift"),
-            "fixed": ("target",)}
+_OPTIONS = {**{p: ("e", "start", "floor", "readable") for p in _DEFAULT_E},
+            "titfortat": ("start", "floor", "delta", "drift", "readable"), "fixed": ("target", "readable")}
 
 
 def make_scripted(spec: AgentSpec, role: Role) -> ScriptedAgent:
@@ -109,14 +122,17 @@ def make_scripted(spec: AgentSpec, role: Role) -> ScriptedAgent:
         spec.check_known(_OPTIONS[persona])
     share = {"lo": 0.0, "hi": 1.0}  # utilities and fractions of the range
     floor = spec.option("floor", 0.5, float, **share)
+    readable = bool(spec.option("readable", 0, int, lo=0, hi=1))
     if persona in _DEFAULT_E:
         e = spec.option("e", _DEFAULT_E[persona], float, lo=0, hi=1000, lo_open=True)
-        return ScriptedAgent(spec.text, role, TimeConcession(e, spec.option("start", 1.0, float, **share), floor))
+        strategy: Any = TimeConcession(e, spec.option("start", 1.0, float, **share), floor)
+        return ScriptedAgent(spec.text, role, strategy, readable=readable)
     if persona == "titfortat":
         strategy = TitForTat(spec.option("start", 0.95, float, **share), floor,
                              spec.option("delta", 1.0, float, lo=0, hi=1000), spec.option("drift", 0.1, float, **share))
-        return ScriptedAgent(spec.text, role, strategy)
+        return ScriptedAgent(spec.text, role, strategy, readable=readable)
     if persona == "fixed":
-        return ScriptedAgent(spec.text, role, Fixed(spec.option("target", 0.8, float, **share)), holds=True)
+        return ScriptedAgent(spec.text, role, Fixed(spec.option("target", 0.8, float, **share)), holds=True,
+                             readable=readable)
     known = ", ".join(sorted([*_DEFAULT_E, "titfortat", "fixed"]))
     raise ConfigError(f"agent spec {spec.text!r}:persona: unknown {persona!r}; known: {known}")

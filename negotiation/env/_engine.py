@@ -6,7 +6,7 @@ episodes (the demo trainer). COUNTER terms overwrite a persistent ledger; ACCEPT
 episode on the current ledger (terms attached to it are applied first only when the config says
 so, as in training); ACCEPT of an empty ledger is a malformed turn; the cap without an ACCEPT
 is a no-deal. A malformed turn leaves the ledger unchanged, still delivers its prose and counts
-in ``n_bad``.
+in ``n_bad``; the counterpart's view records that it could not be read (never its raw text).
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ class Negotiation:
         self.turns.append(record)
         other: Role = "buyer" if role == "seller" else "seller"
         self._seen[role].append(Message(record.turn, role, record.prose, record.ledger_after, record.raw, record.ok))
-        self._seen[other].append(Message(record.turn, role, record.prose, record.ledger_after, None, None))
+        self._seen[other].append(Message(record.turn, role, record.prose, record.ledger_after, None, record.ok))
         if not self.done and len(self.turns) >= self.config.max_turns:
             self.outcome = "no_deal"
         return record

@@ -22,7 +22,9 @@ class Message:
     raw: str | None
     """The full text, only for the viewer's own turns (the counterpart's JSON is never shown)."""
     ok: bool | None
-    """Whether the turn parsed, only for the viewer's own turns."""
+    """Whether the turn's action could be read, for either party's turns. Of the counterpart's
+    turns a party learns only this bit (never the JSON): that the turn put nothing on the table,
+    as an unchanged table shows a reader. Scripted agents accept only after a readable turn."""
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ def test_registered_kinds_resolve_lazily(monkeypatch):
     ("scripted:fixed?target=-inf", "target", "a finite number >= 0 and <= 1"),
     ("scripted:linear?floor=1e309", "floor", "a finite number >= 0 and <= 1"),
     ("scripted:titfortat?drift=2", "drift", "<= 1"),
-    ("scripted:fixed?floor=0.2", "floor", "known: target"),
+    ("scripted:fixed?floor=0.2", "floor", "known: readable, target"),
     ("policy:some/dir?x=1", "x", "known: none"),
 ])
 def test_agent_options_are_validated_by_kind(spec, option, allowed):

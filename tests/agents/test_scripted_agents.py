@@ -61,6 +61,42 @@ def test_never_accepts_its_own_offer():
     assert parse_message(reply.text).action == "COUNTER"
 
 
+def test_does_not_accept_its_own_standing_offer_after_an_unreadable_turn():
+    # The buyer's price 48 suits the seller late in the game, but the buyer's last turn could not
+    # be read: the table is the seller's own offer of 48 from turn 21, so the seller counters.
+    unread = replace(said(22, "buyer", {"price": 48}), ok=False)
+    history = (said(21, "seller", {"price": 48}), unread)
+    agent = make_agent("scripted:boulware?readable=1", "seller")
+    reply = parse_message(agent.respond(view(turn=23, history=history, ledger={"price": 48})).text)
+    assert reply.action == "COUNTER"
+    legacy = make_agent("scripted:boulware", "seller")  # the demo's frozen rule: any counterpart turn
+    assert parse_message(legacy.respond(view(turn=23, history=history, ledger={"price": 48})).text).action == "ACCEPT"
+    readable = replace(unread, ok=True)
+    reply = parse_message(agent.respond(view(turn=23, history=(history[0], readable), ledger={"price": 48})).text)
+    assert reply.action == "ACCEPT"
+
+
+class _Garbage:
+    """A seller whose every turn is unreadable."""
+
+    spec = "garbage"
+
+    blocking = False
+
+    def respond(self, view):
+        from negotiation.env import Reply
+
+        return Reply("I would like a good deal, thank you. {not json")
+
+
+@pytest.mark.parametrize("buyer", ["scripted:boulware?e=0.5&readable=1", "scripted:titfortat?readable=1",
+                                   "scripted:conceder?readable=1"])
+def test_a_seller_that_never_writes_a_readable_action_gets_no_deal(buyer):
+    ep = run_episode(SCENARIO, _Garbage(), make_agent(buyer, "buyer"), CFG)
+    assert ep.outcome == "no_deal" and len(ep.turns) == 2 * CFG.max_rounds
+    assert ep.n_bad("seller") == CFG.max_rounds
+
+
 def test_fixed_seller_holds_one_offer_until_accepted():
     ep = run_episode(SCENARIO, make_agent("scripted:fixed", "seller"),
                      make_agent("scripted:boulware", "buyer"), CFG)

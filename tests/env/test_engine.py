@@ -67,6 +67,7 @@ def test_malformed_turn_keeps_ledger_and_delivers_prose(toy):
     assert (t3.ok, t3.error, t3.prose) == (False, "bad_terms", "I like it.")
     assert dict(t3.ledger_after) == dict(ep.turns[1].ledger_after)
     assert buyer.views[1].history[-1].prose == "I like it."
+    assert buyer.views[1].history[-1].ok is False and buyer.views[1].history[-1].raw is None
     assert ep.n_bad("seller") == 1 and ep.n_bad("buyer") == 0
 
 
@@ -82,7 +83,7 @@ def test_views_hide_the_counterparts_json_and_preferences(toy):
     bview = buyer.views[0]
     assert (bview.role, bview.turn, bview.round, bview.max_turns) == ("buyer", 2, 1, 24)
     assert bview.prefs is toy.buyer and bview.phase == "evaluation"
-    assert bview.history[0].raw is None and bview.history[0].ok is None
+    assert bview.history[0].raw is None and bview.history[0].ok is True  # readable, JSON hidden
     assert dict(bview.ledger) == {"price": 80, "color": "Blue"}
     sview = seller.views[1]
     assert sview.history[0].raw == OPEN and sview.history[0].ok is True
