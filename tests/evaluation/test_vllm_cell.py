@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = os.environ.get(PYTHON_ENV) or str(REPO / ".venv-vllm" / "bin" / "python")
 LM = load_study("lm").protocol
 KEYS = ["domain", "seed", "buyer", "turn"]
+CAP = LM.training.sequences.new_tokens_per_turn  # the protocol's per-turn token cap
 
 
 def run(out: Path, seller: str, seen: dict) -> pd.DataFrame:
@@ -62,11 +63,11 @@ def test_vllm_serves_a_cell_like_hf_and_leaves_no_process(tiny_lm, tmp_path):
              for name, r in (("vllm", vllm), ("hf", hf))}
     assert first["vllm"] == first["hf"]  # one chat template, one tokenizer: the same prompts
     seller_turns = vllm.turns[vllm.turns["role"] == "seller"]
-    assert (seller_turns["tokens_out"] > 0).all() and (seller_turns["tokens_out"] <= 96).all()
+    assert (seller_turns["tokens_out"] > 0).all() and (seller_turns["tokens_out"] <= CAP).all()
     assert (~seller_turns["ok"]).sum() > 0  # an untrained model's turns are counted bad parses, not crashes
     detail = json.loads((tmp_path / "vllm" / "sampling_detail.json").read_text())["agents"][f"seller:{spec}"]
     assert detail["rejected"] == {} and detail["accepted"] == {"temperature": 1.0, "top_p": 0.95, "top_k": 64,
-                                                               "max_tokens": 96, "thinking": False, "seed": "per-turn"}
+                                                               "max_tokens": CAP, "thinking": False, "seed": "per-turn"}
 
     again = run(tmp_path / "vllm-again", spec, {})
     pd.testing.assert_series_equal(again.turns.sort_values(KEYS)["raw"].reset_index(drop=True),
