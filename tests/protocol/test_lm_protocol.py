@@ -32,7 +32,7 @@ def test_the_lm_study_loads_with_a_ladder_spanning_thirty_times():
     (XS, XS.replace("num_kv_heads: 1", "num_kv_heads: 2"), "num_kv_heads 2 does not divide num_heads 1"),
     (XS, XS.replace("family: gemma3", "family: gpt2"), "sizes.lm_xs.lm.family: Input should be 'gemma3' or 'llama'"),
     ("  vocab_size: 4096", "  vocab_size: 100", f"{PROTOCOL}:tokenizer.vocab_size: Input should be greater than"),
-    ("  warmup_steps: 3\n", "  warmup_steps: 24\n", "warm_start: Value error, warmup_steps 24 must be below steps 24"),
+    ("  warmup_steps: 3\n", "  warmup_steps: 240\n", "warm_start: Value error, warmup_steps 240 must be below steps 240"),
     ("    train_seeds_per_domain: 24", "    train_seeds_per_domain: 4999",
      f"{PROTOCOL}:warm_start.corpus: train + validation seeds per domain (5001) exceed seeds.training (5000)"),
     ('    sellers: ["scripted:boulware",', '    sellers: ["boulware",', "warm_start.corpus.sellers.0:"),
