@@ -58,7 +58,7 @@ def contrast_benchmark(repeats: int) -> None:
 
 
 def grid_benchmark(seed: int) -> None:
-    from negotiation.analysis._analysis import run_analysis, settings_from_protocol
+    from negotiation.analysis._analysis import run_analysis, bootstrap_settings
     from negotiation.analysis._synthetic import synthetic_tables
     from negotiation.analysis._validate import validate_episodes, validation_settings
     from negotiation.study import load_study
@@ -79,7 +79,7 @@ def grid_benchmark(seed: int) -> None:
     report = validate_episodes(episodes, validation_settings(study.protocol, list(arms)))
     validated = time.perf_counter() - start
     start = time.perf_counter()
-    result = run_analysis(episodes, study.protocol, arms, settings_from_protocol(study.protocol, seed=0), turns=turns)
+    result = run_analysis(episodes, study.protocol, arms, bootstrap_settings(study.protocol, seed=0), turns=turns)
     analysed = time.perf_counter() - start
     print(f"  validation (great-expectations): {validated:5.1f} s  success={report.success}"
           f"  (+ {imported:.1f} s to import great_expectations)")

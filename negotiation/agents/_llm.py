@@ -31,9 +31,9 @@ from negotiation.agents._llm_price import Price, price_for
 from negotiation.agents._llm_ratelimit import estimate_tokens, provider_limiter
 from negotiation.agents._llm_retry import AgentCallError, call_with_retries, endpoint_semaphore
 from negotiation.agents._llm_sampling import (
-    Sampling,
+    Decoding,
     SamplingDriftWarning,
-    SamplingRecord,
+    SamplingLog,
     plan_sampling,
     warn_drift,
 )
@@ -58,7 +58,7 @@ class LLMAgent:
 
     blocking = False
 
-    def __init__(self, spec: str, role: Role, transport: Any, settings: LLMSettings, *, sending: Sampling,
+    def __init__(self, spec: str, role: Role, transport: Any, settings: LLMSettings, *, sending: Decoding,
                  provider: str, openai_compatible: bool, supported: frozenset[str] | None,
                  price: Price | None, endpoint: str, send_seed: bool):
         self.spec, self.role, self.transport, self.settings = spec, role, transport, settings
@@ -71,7 +71,7 @@ class LLMAgent:
             sent["thinking"] = sent.pop("chat_template_kwargs")["enable_thinking"]
         if send_seed:
             sent["seed"] = "per-turn"
-        self.record = SamplingRecord(agent=spec, role=role, sampling_role=settings.sampling_role, provider=provider,
+        self.record = SamplingLog(agent=spec, role=role, sampling_role=settings.sampling_role, provider=provider,
                                      transport=transport.name, requested=settings.sampling.sent_values(),
                                      sent=sent, not_sent=not_sent)
         self.drift = warn_drift(self.record)

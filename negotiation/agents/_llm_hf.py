@@ -21,7 +21,7 @@ from typing import Any
 
 from negotiation.agents._llm_settings import HF_OPTIONS, LLMSettings, resolve_settings, spec_sampling_overrides, turn_seed
 from negotiation.agents._llm_retry import AgentCallError
-from negotiation.agents._llm_sampling import SamplingRecord, warn_drift
+from negotiation.agents._llm_sampling import SamplingLog, warn_drift
 from negotiation.agents._llm_transport import CallFailure
 from negotiation.agents._spec import AgentSpec
 from negotiation.env import PROMPT_TEMPLATES, Reply, Role, View, render_messages
@@ -51,7 +51,7 @@ class HfAgent:
         self.batch_wait_s = spec.option("batch_wait_ms", 5.0, float, lo=0, hi=60_000) / 1000.0
         sent: dict[str, Any] = {k: v for k, v in self.sampling.sent_values().items()}
         sent["seed"] = "per-turn"
-        self.record = SamplingRecord(agent=self.spec, role=role, sampling_role=settings.sampling_role,
+        self.record = SamplingLog(agent=self.spec, role=role, sampling_role=settings.sampling_role,
                                      provider="transformers", transport="in-process",
                                      requested=settings.sampling.sent_values(), sent=sent)
         self.drift = warn_drift(self.record)

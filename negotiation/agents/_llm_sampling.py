@@ -6,8 +6,13 @@ provider takes every parameter: an OpenAI-compatible endpoint (vLLM, the stand-i
 ``top_k`` and ``chat_template_kwargs`` in the body; litellm passes ``top_k`` natively only to
 providers that have one; some models refuse a temperature outright. ``plan_sampling`` decides
 before the first call what will be sent and says why anything differs (the harness warns at
-start); ``SamplingRecord.reject`` records the fallback when a provider refuses a parameter at
+start); ``SamplingLog.reject`` records the fallback when a provider refuses a parameter at
 run time, so the results state the decoding each cell really ran with.
+
+Names: ``Decoding`` is what one agent sends (the protocol's per-role values are
+``negotiation.protocol.SamplingSettings``, its whole section ``negotiation.protocol.Sampling``);
+``SamplingLog`` is one agent's live log, from which the harness writes the file the audit reads,
+``negotiation.study.SamplingRecord``.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ class SamplingDriftWarning(UserWarning):
     """What will be sent differs from the protocol's sampling settings."""
 
 
-class Sampling(BaseModel):
+class Decoding(BaseModel):
     """Decoding parameters for one agent; ``None`` means not sent (the provider's default)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
@@ -44,20 +49,20 @@ class Sampling(BaseModel):
     """Generation cap per turn."""
 
     @classmethod
-    def from_protocol(cls, settings: Any, max_tokens: int | None = None) -> Sampling:
+    def from_protocol(cls, settings: Any, max_tokens: int | None = None) -> Decoding:
         """From a protocol ``SamplingSettings`` (any object with the same attributes)."""
         values = {k: getattr(settings, k, None) for k in ("temperature", "top_p", "top_k", "thinking")}
         return cls(**values, max_tokens=max_tokens)
 
-    def with_overrides(self, overrides: dict[str, Any]) -> Sampling:
+    def with_overrides(self, overrides: dict[str, Any]) -> Decoding:
         """A copy with spec-string overrides applied (validated)."""
-        return Sampling.model_validate({**self.model_dump(), **overrides})
+        return Decoding.model_validate({**self.model_dump(), **overrides})
 
     def sent_values(self) -> dict[str, Any]:
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
-class SamplingRecord(BaseModel):
+class SamplingLog(BaseModel):
     """Per agent: requested by the protocol, sent, not sent (and why), refused by the provider."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -101,7 +106,7 @@ class SamplingRecord(BaseModel):
         self.rejected[key] = message[:300]
 
 
-def plan_sampling(requested: Sampling, sending: Sampling, *, provider: str, openai_compatible: bool,
+def plan_sampling(requested: Decoding, sending: Decoding, *, provider: str, openai_compatible: bool,
                   supported: frozenset[str] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
     """``(params, extra_body, not_sent)`` for a provider.
 
@@ -139,7 +144,7 @@ def plan_sampling(requested: Sampling, sending: Sampling, *, provider: str, open
     return params, extra, not_sent
 
 
-def warn_drift(record: SamplingRecord) -> list[str]:
+def warn_drift(record: SamplingLog) -> list[str]:
     """Emit one ``SamplingDriftWarning`` per difference; returns the lines."""
     lines = record.drift()
     for line in lines:

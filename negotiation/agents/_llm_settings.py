@@ -14,14 +14,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.agents._llm_retry import RetryPolicy
-from negotiation.agents._llm_sampling import Sampling, SamplingRole
+from negotiation.agents._llm_sampling import Decoding, SamplingRole
 from negotiation.agents._spec import AgentSpec
 from negotiation.env import PROMPT_TEMPLATES, Role
 from negotiation.env._prompts import PromptVariant
 from negotiation.errors import ConfigError
 
 __all__ = ["HF_OPTIONS", "LLM_OPTIONS", "LLMSettings", "VLLM_OPTIONS", "default_sampling_role", "resolve_settings",
-           "settings_from_protocol", "settings_from_study", "spec_sampling_overrides", "turn_seed"]
+           "llm_settings", "settings_from_study", "spec_sampling_overrides", "turn_seed"]
 
 _SAMPLING_CASTS = {"temperature": float, "top_p": float, "top_k": int, "max_tokens": int}
 _SETTINGS_OPTIONS = {"sampling", "study", "prompt", "timeout", "max_attempts", "max_concurrency", "thinking",
@@ -43,7 +43,7 @@ class LLMSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     version: Literal[1] = 1
     """Settings format version."""
-    sampling: Sampling
+    sampling: Decoding
     """The protocol's decoding settings for this agent's sampling role."""
     sampling_role: SamplingRole
     """Which protocol setting ``sampling`` is."""
@@ -64,11 +64,11 @@ def default_sampling_role(kind: str, role: Role) -> SamplingRole:
     return "self_served_seller" if kind in ("vllm", "hf", "policy") else "reference_seller"
 
 
-def settings_from_protocol(protocol: Any, sampling_role: SamplingRole, **overrides: Any) -> LLMSettings:
+def llm_settings(protocol: Any, sampling_role: SamplingRole, **overrides: Any) -> LLMSettings:
     """Settings from a loaded ``negotiation.protocol.Protocol``."""
     sequences = protocol.training.sequences
     max_tokens = sequences.new_tokens_per_turn if sampling_role == "self_served_seller" and sequences else None
-    sampling = Sampling.from_protocol(getattr(protocol.sampling, sampling_role), max_tokens)
+    sampling = Decoding.from_protocol(getattr(protocol.sampling, sampling_role), max_tokens)
     return LLMSettings(sampling=sampling, sampling_role=sampling_role,
                        converge_from_turn=protocol.environment.converge_from_turn, **overrides)
 
@@ -76,7 +76,7 @@ def settings_from_protocol(protocol: Any, sampling_role: SamplingRole, **overrid
 def settings_from_study(study: str, sampling_role: SamplingRole) -> LLMSettings:
     from negotiation.study import load_study  # lazy: agents must not need the study package
 
-    return settings_from_protocol(load_study(study).protocol, sampling_role)
+    return llm_settings(load_study(study).protocol, sampling_role)
 
 
 def turn_seed(sample_seed: int, turn: int, role: Role) -> int:

@@ -10,7 +10,7 @@ from negotiation.analysis._analysis import (
     AnalysisResult,
     default_contrasts,
     run_analysis,
-    settings_from_protocol,
+    bootstrap_settings,
     write_analysis,
 )
 from negotiation.analysis._bargaining import ScenarioFrontier, max_welfare, nash_point, signed_distance
@@ -91,7 +91,7 @@ __all__ = [
     "nash_point", "outcome_summary", "packet_results", "paired_values", "pareto_frontier",
     "percentile_interval", "problem_from_scenario", "record_signoff", "report_results",
     "require_valid", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
-    "settings_from_protocol", "signed_distance", "solve_scenario", "solve_scenarios",
+    "bootstrap_settings", "signed_distance", "solve_scenario", "solve_scenarios",
     "style_dagger", "style_summary", "synthetic_tables", "validate_episodes",
     "validate_results", "validation_settings", "viewer_html", "viewer_results", "walk_aways",
     "write_analysis", "write_viewer",

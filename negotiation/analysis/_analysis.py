@@ -37,7 +37,7 @@ GAIN_METRICS = ("seller_u_dist", "seller_u_integ", "seller_u", "buyer_u", "welfa
 """Deal-only metrics contrasted for every trained arm against its base (Table 2 / 9 and beyond)."""
 
 
-def settings_from_protocol(protocol, *, seed: int, resamples: int | None = None) -> BootstrapSettings:
+def bootstrap_settings(protocol, *, seed: int, resamples: int | None = None) -> BootstrapSettings:
     """Bootstrap settings from ``protocol.statistics``; ``resamples`` overrides the count."""
     stats = protocol.statistics
     return BootstrapSettings(
@@ -166,7 +166,7 @@ def run_analysis(
       episodes: arm -> validated episode table.
       protocol: the study's ``negotiation.protocol.Protocol``.
       arms: arm name -> ``Arm`` (frozen matrix and registry-added arms).
-      settings: bootstrap settings (``settings_from_protocol``).
+      settings: bootstrap settings (``bootstrap_settings``).
       turns: arm -> turn table, for descriptors, style and walk-away guards.
       signoffs: arm -> registry ``SignOff``.
     """

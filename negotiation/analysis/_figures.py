@@ -138,7 +138,7 @@ def figure3b(r: Report) -> bytes:
         (n for n in r.trained(size) if r.arms[n].lr_multiple == 1), key=lambda n: int(r.step(n)))
     steps = [0 if r.arms[n].kind == "base" else int(r.step(n)) for n in names]
     deal = [r.reading(n, "deal_rate") for n in names]
-    utility = [r.reading(n, "deal_u") for n in names]
+    utility = [r.reading(n, "seller_u") for n in names]
     axes.plot(steps, deal, marker="o", color="tab:blue", label="deal rate")
     axes.set_ylabel("deal rate", color="tab:blue")
     twin = axes.twinx()

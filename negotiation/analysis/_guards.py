@@ -87,7 +87,7 @@ def prespecified_guards(arm: str, row: pd.Series, base: pd.Series | None, guards
     """The protocol's four guards for one trained arm (``guards`` is ``protocol.guards``)."""
     out = []
     deal, deal_base = _compare(row, base, "deal_rate")
-    utility, utility_base = _compare(row, base, "deal_u")
+    utility, utility_base = _compare(row, base, "seller_u")
     known = None not in (deal, deal_base, utility, utility_base)
     collapsed = known and deal - deal_base < -guards.deal_rate.max_drop and utility > utility_base
     out.append(_result(arm, "deal_rate", "prespecified", (not collapsed) if known else None,

@@ -14,6 +14,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.analysis._errors import MetricError
+from negotiation.analysis._pairing import welfare
 from negotiation.protocol import NoDealPenalty  # the protocol's rule for λ, not a second one
 
 PANEL_ALL = "all"
@@ -55,11 +56,7 @@ class MetricContext(BaseModel):
 def context_from_protocol(protocol) -> MetricContext:
     """The metric constants of a ``negotiation.protocol.Protocol`` (one source of truth)."""
     env = protocol.environment
-    training_families = {buyer.family for buyer in protocol.buyers.training}
-    evaluation = protocol.buyers.evaluation
-    same = [name for name, buyer in evaluation.items() if buyer.family in training_families]
-    other = [name for name, buyer in evaluation.items() if buyer.family not in training_families]
-    split = (same[0], other[0]) if len(same) == 1 and len(other) == 1 else None
+    split = protocol.buyer_split()
     return MetricContext(
         no_deal_penalty=env.no_deal_penalty, turn_cap=2 * env.max_rounds, converge_turn=env.converge_from_turn,
         training_domains=tuple(protocol.domains.training), held_out_domains=tuple(protocol.domains.held_out),
@@ -74,7 +71,7 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], where: str) -> 
         raise MetricError(where, missing[0], f"column missing from the table (have {sorted(frame.columns)[:8]}...)")
 
 
-MEAN_COLUMNS = ("S", "deal_rate", "deal_u", "buyer_u", "welfare", "seller_u_dist", "seller_u_integ",
+MEAN_COLUMNS = ("S", "deal_rate", "seller_u", "buyer_u", "welfare", "seller_u_dist", "seller_u_integ",
                 "buyer_u_dist", "buyer_u_integ", "mean_turns", "late_close_share", "at_cap_share",
                 "accept_with_terms_share")
 """Metrics that are means of a per-episode column (NaN where an episode does not count)."""
@@ -94,7 +91,7 @@ def _prepared(episodes: pd.DataFrame, context: MetricContext) -> pd.DataFrame:
     out = pd.DataFrame({
         "arm": episodes["arm"], "domain": episodes["domain"], "buyer": episodes["buyer"],
         "S": episodes["S"].astype(float), "deal_rate": deal.astype(float),
-        "deal_u": seller_u.where(deal), "buyer_u": buyer_u.where(deal), "welfare": (seller_u + buyer_u).where(deal),
+        "seller_u": seller_u.where(deal), "buyer_u": buyer_u.where(deal), "welfare": welfare(episodes).where(deal),
         "mean_turns": turns,
         "late_close_share": (closing >= context.converge_turn).astype(float).where(deal),
         "at_cap_share": (~deal & (turns >= context.turn_cap)).astype(float),
@@ -127,7 +124,7 @@ def _summaries(prepared: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def outcome_summary(episodes: pd.DataFrame, context: MetricContext) -> dict[str, float]:
     """Outcome metrics of one set of episodes.
 
-    ``S`` is the mean score, so ``S = deal_rate·deal_u + (1 − deal_rate)·(−λ)`` holds
+    ``S`` is the mean score, so ``S = deal_rate·seller_u + (1 − deal_rate)·(−λ)`` holds
     exactly; utilities, welfare and their distributive/integrative parts are deal-only;
     bad-parse rates pool turns (sum of bad turns over sum of turns).
     """
@@ -172,9 +169,9 @@ def metrics_table(frames: Mapping[str, pd.DataFrame], context: MetricContext) ->
 def score_identity_gap(row: Mapping[str, float], context: MetricContext) -> float:
     """``S − [DR·Ũ_deal + (1 − DR)(−λ)]`` of a metrics row: zero up to rounding.
 
-    An arm with no deal has ``deal_u`` NaN; its identity is ``S = −λ``.
+    An arm with no deal has ``seller_u`` NaN; its identity is ``S = −λ``.
     """
-    deal_part = row["deal_rate"] * row["deal_u"] if row["deal_rate"] > 0 else 0.0
+    deal_part = row["deal_rate"] * row["seller_u"] if row["deal_rate"] > 0 else 0.0
     return float(row["S"] - (deal_part + (1.0 - row["deal_rate"]) * -context.no_deal_penalty))
 
 

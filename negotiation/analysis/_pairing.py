@@ -42,6 +42,12 @@ def key_text(key: object) -> str:
     return repr(tuple(getattr(item, "item", lambda item=item: item)() for item in items))
 
 
+def welfare(frame: pd.DataFrame) -> pd.Series:
+    """Joint welfare of each episode, ``seller_u + buyer_u`` (NaN on no-deals): the one definition
+    the metrics table and the contrasts read."""
+    return frame["seller_u"].astype(float) + frame["buyer_u"].astype(float)
+
+
 def _column(name: str) -> Callable[[pd.DataFrame], pd.Series]:
     return lambda frame: frame[name].astype(float)
 
@@ -52,9 +58,7 @@ METRICS: dict[str, MetricSpec] = {
     "n_turns": MetricSpec("turns", False, _column("n_turns")),
     "seller_u": MetricSpec("deal-only seller Ũ", True, _column("seller_u")),
     "buyer_u": MetricSpec("buyer Ũ", True, _column("buyer_u")),
-    "welfare": MetricSpec(
-        "joint welfare", True, lambda f: f["seller_u"].astype(float) + f["buyer_u"].astype(float)
-    ),
+    "welfare": MetricSpec("joint welfare", True, welfare),
     "seller_u_dist": MetricSpec("seller Ũ distributive", True, _column("seller_u_dist")),
     "seller_u_integ": MetricSpec("seller Ũ integrative", True, _column("seller_u_integ")),
     "buyer_u_dist": MetricSpec("buyer Ũ distributive", True, _column("buyer_u_dist")),

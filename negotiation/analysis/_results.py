@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from negotiation.analysis._analysis import AnalysisResult, run_analysis, settings_from_protocol, write_analysis
+from negotiation.analysis._analysis import AnalysisResult, run_analysis, bootstrap_settings, write_analysis
 from negotiation.analysis._errors import AnalysisError
 from negotiation.analysis._validate import ValidationReport, require_valid, validate_episodes, validation_settings
 from negotiation.study import ResultsLayout, Study
@@ -81,7 +81,7 @@ def analyze_results(study: Study, results_dir: Path, *, seed: int, resamples: in
     """Run the analysis on validated tables and write ``analyze/``."""
     require_validated(study, results_dir)
     episodes, turns = load_tables(results_dir, study.arms)
-    settings = settings_from_protocol(study.protocol, seed=seed, resamples=resamples)
+    settings = bootstrap_settings(study.protocol, seed=seed, resamples=resamples)
     result = run_analysis(episodes, study.protocol, study.arms, settings, turns=turns or None,
                           signoffs=_signoffs(study))
     write_analysis(result, ResultsLayout(Path(results_dir)).analyze, study.name)

@@ -124,7 +124,7 @@ def table3(r: Report) -> Table:
     primary = [c.arm for c in r.protocol.statistics.primary_family if c.arm in r.arms]
     for name in [*r.of_kind("base"), *primary, *r.of_kind("reference")]:
         t.rows.append([r.label(name), r.step(name), r.level(name), number(r.reading(name, "deal_rate")),
-                       number(r.reading(name, "deal_u")), number(r.reading(name, "welfare"))])
+                       number(r.reading(name, "seller_u")), number(r.reading(name, "welfare"))])
     return t
 
 
@@ -147,7 +147,7 @@ def table5(r: Report) -> Table:
     for size in r.sizes:
         for name in [r.bases[size]] * (size in r.bases) + r.trained(size):
             t.rows.append([size, r.label(name), number(r.reading(name, "S")), number(r.reading(name, "deal_rate")),
-                           number(r.reading(name, "deal_u")), number(r.reading(name, "bad_parse_seller"), 4),
+                           number(r.reading(name, "seller_u")), number(r.reading(name, "bad_parse_seller"), 4),
                            number(r.reading(name, "mean_turns"), 2), number(r.reading(name, "buyer_split"), 3, True)])
     return t
 

@@ -71,7 +71,7 @@ def contrast_command(
     """Paired seed-cluster bootstrap of MINUEND − SUBTRAHEND on one metric."""
     import pandas as pd
 
-    from negotiation.analysis._analysis import settings_from_protocol
+    from negotiation.analysis._analysis import bootstrap_settings
     from negotiation.analysis._bootstrap import cluster_bootstrap
     from negotiation.study import ContrastSpec
     from negotiation.analysis._paired import PairedTables
@@ -86,7 +86,7 @@ def contrast_command(
         raise AnalysisError(str(minuend), "<file>", "minuend and subtrahend are the same file")
     protocol = load_study(study, root).protocol
     frames = _with_derived(frames, protocol, metric)
-    settings = settings_from_protocol(protocol, seed=seed, resamples=resamples)
+    settings = bootstrap_settings(protocol, seed=seed, resamples=resamples)
     spec = ContrastSpec(name=f"{minuend.stem} - {subtrahend.stem}", weights={str(minuend): 1.0, str(subtrahend): -1.0},
                         metric=metric, domains=tuple(domain) if domain else None)
     values, clusters = PairedTables(frames).values(spec)

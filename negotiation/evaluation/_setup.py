@@ -13,7 +13,7 @@ from typing import Any
 from negotiation.agents import make_agent, parse_spec
 from negotiation.agents._llm import make_litellm_agent
 from negotiation.agents._llm_hf import make_hf_agent
-from negotiation.agents._llm_settings import default_sampling_role, settings_from_protocol
+from negotiation.agents._llm_settings import default_sampling_role, llm_settings
 from negotiation.agents._llm_retry import RetryPolicy
 from negotiation.agents._llm_sampling import SamplingRole
 from negotiation.agents._llm_vllm import ServeSettings, make_vllm_agent
@@ -45,7 +45,7 @@ def agent_factory(protocol: Any, *, retry: RetryPolicy, max_concurrency: int,
             return make_agent(spec, role)  # type: ignore[arg-type]
         sampling_role = seller_sampling if role == "seller" and seller_sampling else \
             default_sampling_role(spec.kind, role)  # type: ignore[arg-type]
-        settings = settings_from_protocol(protocol, sampling_role, retry=retry, max_concurrency=max_concurrency)
+        settings = llm_settings(protocol, sampling_role, retry=retry, max_concurrency=max_concurrency)
         if spec.kind == "vllm":
             factory = partial(make_vllm_agent, serve=serve)
         return factory(spec, role, settings)  # type: ignore[operator]

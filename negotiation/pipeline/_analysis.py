@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from negotiation.analysis import run_analysis
-from negotiation.analysis._analysis import settings_from_protocol, write_analysis
+from negotiation.analysis._analysis import bootstrap_settings, write_analysis
 from negotiation.analysis._results import load_tables, require_validated, validate_results, viewer_results
 from negotiation.study import ResultsLayout, load_study, protocol_hash
 from negotiation.registry import load_registry, run_audit
@@ -31,7 +31,7 @@ def _analysis(study: str, results_dir: Path, seed: int, resamples: int | None) -
     loaded = load_study(study)
     validation = require_validated(loaded, Path(results_dir))
     episodes, turns = load_tables(Path(results_dir), loaded.arms)
-    settings = settings_from_protocol(loaded.protocol, seed=seed, resamples=resamples)
+    settings = bootstrap_settings(loaded.protocol, seed=seed, resamples=resamples)
     result = run_analysis(episodes, loaded.protocol, loaded.arms, settings, turns=turns or None,
                           signoffs=load_registry(study, loaded.root).signoffs)
     return loaded, validation, result

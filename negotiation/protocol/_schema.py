@@ -91,12 +91,34 @@ class Protocol(StrictModel):
         problems = [
             (key, f"{got} != {want} ({why})") for key, got, want, why in checks if got != want
         ]
+        problems += self._buyer_split_problems()
         if self.held_out_doubling.trigger_size not in self.sizes:
             problems.append((
                 "held_out_doubling.trigger_size",
                 f"{self.held_out_doubling.trigger_size!r} is not one of sizes {sorted(self.sizes)}",
             ))
         return problems + self._lm_problems()
+
+    def _buyer_families(self) -> tuple[list[str], list[str]]:
+        """Evaluation buyers of a family the seller trained against, and of the other families."""
+        trained = {buyer.family for buyer in self.buyers.training}
+        same = [name for name, buyer in self.buyers.evaluation.items() if buyer.family in trained]
+        return same, [name for name in self.buyers.evaluation if name not in same]
+
+    def buyer_split(self) -> tuple[str, str] | None:
+        """``(same-family buyer, other-family buyer)``: the buyer split every metric and contrast
+        compares (the gain against the trained family minus the gain against another); ``None``
+        when the evaluation panel lacks one side. More than one buyer on a side is refused by
+        ``design_problems``, never silently dropped."""
+        same, other = self._buyer_families()
+        return (same[0], other[0]) if len(same) == 1 and len(other) == 1 else None
+
+    def _buyer_split_problems(self) -> list[tuple[str, str]]:
+        same, other = self._buyer_families()
+        if len(same) <= 1 and len(other) <= 1:
+            return []
+        return [("buyers.evaluation", f"the buyer split compares one evaluation buyer of a training family with "
+                                      f"one of another family; got {sorted(same)} and {sorted(other)}")]
 
     def _lm_problems(self) -> list[tuple[str, str]]:
         """The ladder's sections exist exactly when an ``lm`` size does, and its corpus seeds fit."""

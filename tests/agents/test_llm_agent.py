@@ -10,9 +10,9 @@ from car_prefs import SCENARIO
 
 from negotiation.agents import parse_spec
 from negotiation.agents._llm import make_litellm_agent
-from negotiation.agents._llm_settings import LLMSettings, default_sampling_role, settings_from_protocol, turn_seed
+from negotiation.agents._llm_settings import LLMSettings, default_sampling_role, llm_settings, turn_seed
 from negotiation.agents._llm_retry import AgentCallError, RetryPolicy
-from negotiation.agents._llm_sampling import Sampling, SamplingDriftWarning
+from negotiation.agents._llm_sampling import Decoding, SamplingDriftWarning
 from negotiation.agents._llm_transport import Completion
 from negotiation.env import EnvConfig, Negotiation
 from negotiation.errors import ConfigError
@@ -22,7 +22,7 @@ from negotiation.study import load_study
 ENV = EnvConfig(max_rounds=12, no_deal_penalty=0.3, g_fmt=0.05, g_len=0.05, t_soft=9, accept_applies_terms=False)
 PAPER = load_study("paper").protocol
 FAST = RetryPolicy(max_attempts=6, base_delay_s=0.001, max_delay_s=0.002, timeout_s=1.0)
-SETTINGS = LLMSettings(sampling=Sampling(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=768),
+SETTINGS = LLMSettings(sampling=Decoding(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=768),
                        sampling_role="self_served_seller", converge_from_turn=16, retry=FAST)
 
 
@@ -51,11 +51,11 @@ class Capture:
 
 
 def test_protocol_settings_per_role():
-    served = settings_from_protocol(PAPER, "self_served_seller")
-    assert served.sampling == Sampling(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=768)
+    served = llm_settings(PAPER, "self_served_seller")
+    assert served.sampling == Decoding(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=768)
     assert served.converge_from_turn == 16
-    assert settings_from_protocol(PAPER, "reference_seller").sampling == Sampling(temperature=0.7)
-    assert settings_from_protocol(PAPER, "buyer").sampling == Sampling(temperature=1.0)
+    assert llm_settings(PAPER, "reference_seller").sampling == Decoding(temperature=0.7)
+    assert llm_settings(PAPER, "buyer").sampling == Decoding(temperature=1.0)
     assert [default_sampling_role(k, r) for k, r in (("vllm", "seller"), ("hf", "seller"), ("litellm", "seller"),
                                                       ("litellm", "buyer"), ("vllm", "buyer"))] == \
         ["self_served_seller", "self_served_seller", "reference_seller", "buyer", "buyer"]

@@ -12,14 +12,14 @@ from car_prefs import SCENARIO
 from negotiation.agents import parse_spec
 from negotiation.agents._llm_hf import make_hf_agent
 from negotiation.agents._llm_settings import LLMSettings
-from negotiation.agents._llm_sampling import Sampling
+from negotiation.agents._llm_sampling import Decoding
 from negotiation.env import EnvConfig, Negotiation
 from negotiation.errors import ConfigError
 
 pytest.importorskip("transformers")
 
 ENV = EnvConfig(max_rounds=4, no_deal_penalty=0.3, g_fmt=0.05, g_len=0.05, t_soft=3, accept_applies_terms=False)
-SETTINGS = LLMSettings(sampling=Sampling(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=16),
+SETTINGS = LLMSettings(sampling=Decoding(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=16),
                        sampling_role="self_served_seller", converge_from_turn=16)
 
 
@@ -92,7 +92,7 @@ def test_bad_options_and_a_missing_checkpoint_are_config_errors(tmp_path):
         make_hf_agent(parse_spec("hf:/x?dtype=float8"), "seller", SETTINGS)
     with pytest.raises(ConfigError, match="max_batch"):
         make_hf_agent(parse_spec("hf:/x?max_batch=0"), "seller", SETTINGS)
-    no_cap = SETTINGS.model_copy(update={"sampling": Sampling(temperature=1.0)})
+    no_cap = SETTINGS.model_copy(update={"sampling": Decoding(temperature=1.0)})
     with pytest.raises(ConfigError, match="max_tokens"):
         make_hf_agent(parse_spec("hf:/x"), "seller", no_cap)
 

@@ -148,14 +148,14 @@ def test_a_run_against_a_hostile_provider_ends_in_error_rows(tmp_path):
     from negotiation.agents import parse_spec
     from negotiation.agents._llm import make_litellm_agent
     from negotiation.agents._llm_settings import LLMSettings
-    from negotiation.agents._llm_sampling import Sampling
+    from negotiation.agents._llm_sampling import Decoding
     from negotiation.evaluation import CellSpec, ResultsStore, env_config, run_cell
     from negotiation.study import load_study
 
     demo = load_study("demo").protocol
     server = RawServer(list(ANOMALIES.values()) + [ANOMALIES["deep_body"]])
     retry = RetryPolicy(max_attempts=len(ANOMALIES) + 1, base_delay_s=0, max_delay_s=0, max_retry_after_s=0)
-    settings = LLMSettings(sampling=Sampling(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=64),
+    settings = LLMSettings(sampling=Decoding(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=64),
                            sampling_role="self_served_seller",
                            converge_from_turn=demo.environment.converge_from_turn, retry=retry)
     spec = f"litellm:openai/boulware?api_base={server.api_base}"

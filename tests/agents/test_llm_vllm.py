@@ -15,7 +15,7 @@ from car_prefs import SCENARIO
 from negotiation.agents import parse_spec
 from negotiation.agents._llm_settings import LLMSettings
 from negotiation.agents._llm_retry import RetryPolicy
-from negotiation.agents._llm_sampling import Sampling
+from negotiation.agents._llm_sampling import Decoding
 from negotiation.agents._llm_vllm import (
     ServeError, ServeSettings, VllmServer, group_members, make_vllm_agent, serve_args,
 )
@@ -25,7 +25,7 @@ from negotiation.study import load_study
 
 REPO = Path(__file__).resolve().parents[2]
 PAPER = load_study("paper").protocol
-SETTINGS = LLMSettings(sampling=Sampling(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=768),
+SETTINGS = LLMSettings(sampling=Decoding(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=768),
                        sampling_role="self_served_seller", converge_from_turn=16,
                        retry=RetryPolicy(max_attempts=2, base_delay_s=0.001, timeout_s=5.0))
 ENV = EnvConfig(max_rounds=12, no_deal_penalty=0.3, g_fmt=0.05, g_len=0.05, t_soft=9, accept_applies_terms=False)

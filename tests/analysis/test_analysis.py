@@ -7,7 +7,7 @@ import pytest
 
 from negotiation.analysis import score_identity_gap
 from negotiation.study import ContrastResult
-from negotiation.analysis._analysis import run_analysis, settings_from_protocol, write_analysis
+from negotiation.analysis._analysis import run_analysis, bootstrap_settings, write_analysis
 from negotiation.analysis._metrics import context_from_protocol
 from negotiation.study import load_study
 from negotiation.analysis._results import load_tables
@@ -17,7 +17,7 @@ from negotiation.analysis._results import load_tables
 def analysed(demo_root, demo_results):
     context = load_study("demo", demo_root)
     episodes, turns = load_tables(demo_results, context.arms)
-    settings = settings_from_protocol(context.protocol, seed=1, resamples=1000)
+    settings = bootstrap_settings(context.protocol, seed=1, resamples=1000)
     return context, run_analysis(episodes, context.protocol, context.arms, settings, turns=turns)
 
 
@@ -66,7 +66,7 @@ def test_written_contrasts_pass_the_audit_check(analysed, demo_root, tmp_path):
 def test_same_seed_same_family(analysed, demo_results):
     context, result = analysed
     episodes, turns = load_tables(demo_results, context.arms)
-    settings = settings_from_protocol(context.protocol, seed=1, resamples=1000)
+    settings = bootstrap_settings(context.protocol, seed=1, resamples=1000)
     again = run_analysis(episodes, context.protocol, context.arms, settings, turns=turns)
     assert again.contrasts == result.contrasts and again.levels == result.levels
 
@@ -77,7 +77,7 @@ def test_tables_and_figures_for_a_study_with_reference_arms_only(demo_root, demo
 
     context = load_study("demo", demo_root)
     episodes, turns = load_tables(demo_results, ["ref_boulware", "ref_conceder"])
-    settings = settings_from_protocol(context.protocol, seed=0, resamples=500)
+    settings = bootstrap_settings(context.protocol, seed=0, resamples=500)
     result = run_analysis(episodes, context.protocol, context.arms, settings, turns=turns)
     # No primary arm and no base: only the reference sellers against each other, by panel (App. C).
     assert [c.spec.name for c in result.contrasts] == [

@@ -26,10 +26,10 @@ def test_outcome_summary_by_hand():
     got = outcome_summary(arm_a(), CONTEXT)
     assert got["S"] == pytest.approx((0.8 - 0.3 + 0.5 + 0.7) / 4)
     assert got["deal_rate"] == pytest.approx(0.75)
-    assert got["deal_u"] == pytest.approx(2.0 / 3)
+    assert got["seller_u"] == pytest.approx(2.0 / 3)
     assert got["buyer_u"] == pytest.approx(1.4 / 3)
     assert got["welfare"] == pytest.approx(3.4 / 3)
-    assert got["seller_u_dist"] + got["seller_u_integ"] == pytest.approx(got["deal_u"])
+    assert got["seller_u_dist"] + got["seller_u_integ"] == pytest.approx(got["seller_u"])
     assert got["mean_turns"] == pytest.approx(67 / 4)
     assert got["bad_parse_all"] == pytest.approx(1 / 67)
     assert got["bad_parse_seller"] == pytest.approx(1 / (5 + 12 + 9 + 8))  # ceil(turns / 2) seller turns

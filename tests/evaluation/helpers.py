@@ -9,7 +9,7 @@ from negotiation.agents import parse_spec
 from negotiation.agents._llm import make_litellm_agent
 from negotiation.agents._llm_settings import LLMSettings
 from negotiation.agents._llm_retry import RetryPolicy
-from negotiation.agents._llm_sampling import Sampling
+from negotiation.agents._llm_sampling import Decoding
 from negotiation.evaluation import Faults, StandinConfig, StandinServer, env_config
 from negotiation.study import load_study
 
@@ -29,7 +29,7 @@ def standin(**faults: Any) -> Iterator[StandinServer]:
 
 def settings(retry: RetryPolicy = FAST_RETRY, **sampling: Any) -> LLMSettings:
     values = {"temperature": 1.0, "top_p": 0.95, "top_k": 64, "thinking": False, "max_tokens": 768, **sampling}
-    return LLMSettings(sampling=Sampling(**values), sampling_role="self_served_seller",
+    return LLMSettings(sampling=Decoding(**values), sampling_role="self_served_seller",
                        converge_from_turn=DEMO.environment.converge_from_turn, retry=retry)
 
 

@@ -52,6 +52,14 @@ def test_arm_matrix_errors_name_file_and_arm(root, edit, old, new, expected):
     assert expected in _error(root)
 
 
+def test_a_third_evaluation_buyer_is_an_error_not_a_silently_dropped_buyer_split(root, edit):
+    edit(root / PROTOCOL, '    titfortat: {spec: "scripted:titfortat", family: tit_for_tat}',
+         '    titfortat: {spec: "scripted:titfortat", family: tit_for_tat}\n'
+         '    conceder_e1: {spec: "scripted:conceder?e=1.0", family: time_dependent}')
+    assert (f"{PROTOCOL}:buyers.evaluation: the buyer split compares one evaluation buyer of a training family "
+            "with one of another family; got ['boulware_e05', 'conceder_e1'] and ['titfortat']") in _error(root)
+
+
 def test_a_read_point_must_be_a_checkpoint_step(root, edit):
     edit(root / "protocol/paper/protocol.yaml", "    initial: 64", "    initial: 60")
     with pytest.raises(ConfigError, match=r"protocol/paper/protocol.yaml:training: Value error, read_points.initial = 60"):

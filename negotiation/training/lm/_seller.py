@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from negotiation.agents._llm_sampling import Sampling
+from negotiation.agents._llm_sampling import Decoding
 from negotiation.errors import ConfigError
 from negotiation.training.lm._config import LmTrainConfig
 from negotiation.training.lm._rollout import Generate
@@ -87,7 +87,7 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
         return seller, settings, None
     seq = cfg.run_protocol.training.sequences
     assert seq is not None
-    sampling = Sampling.from_protocol(sampling_settings, max_tokens=seq.new_tokens_per_turn)
+    sampling = Decoding.from_protocol(sampling_settings, max_tokens=seq.new_tokens_per_turn)
     if factory is None:
         generate = default_generator(seller.model, tokenizer, sampling=sampling, stop_ids=stops,
                                      prefill_tokens=cfg.runtime.micro_batch_tokens)
@@ -96,7 +96,7 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
     return seller, settings, generate
 
 
-def default_generator(model: Any, tokenizer: Any, *, sampling: Sampling, stop_ids: Sequence[int],
+def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_ids: Sequence[int],
                       prefill_tokens: int = 16384) -> Generate:
     """The batched KV-cache sampler of ``negotiation.lm`` (one forward per decode step), with the
     protocol's seller sampling; request ``i`` draws from ``seeds[i]``."""
