@@ -13,7 +13,7 @@ from typing import Any
 
 from negotiation.errors import ConfigError
 from negotiation.lm import derive_turn_tags, template_kwargs
-from negotiation.study import default_root, load_study, protocol_hash
+from negotiation.study import ResultsLayout, load_study, protocol_hash, results_dir
 from negotiation.training.nemo._backend import import_backend
 from negotiation.training.nemo._config import DEFAULT_PROMPT_BUILDER, grpo_config, llm_size, write_train_config
 from negotiation.training.nemo._plan import RunPaths, RunPlan, plan_run, resolve_tracking_uri
@@ -24,7 +24,7 @@ __all__ = ["default_runs_dir", "load_hf_tokenizer", "write_run_config"]
 
 def default_runs_dir(study: str, root: Path | None = None) -> Path:
     """``<root>/outputs/<study>/train``: one folder per training run."""
-    return Path(root or default_root()) / "outputs" / study / "train"
+    return ResultsLayout(results_dir(study, root)).train_root
 
 
 def load_hf_tokenizer(name: str) -> Any:
@@ -68,14 +68,12 @@ def write_run_config(
     Returns:
         The written path and the run's plan.
     """
-    from negotiation.registry import load_registry
     from negotiation.study import continuation_branches
 
     loaded = load_study(study, root)
-    registry = load_registry(study, loaded.root)
-    arms = {**loaded.arms, **registry.added}  # added arms (the paper's 3x and 10x runs) train too
+    arms = loaded.arms  # frozen and registry-added (the paper's 3x and 10x runs) train alike
     if parent_step is None:  # the branch is data: the registry's entry, else the rule
-        branch = continuation_branches(loaded, arms, registry.continuations).get(arms[arm].run if arm in arms else arm)
+        branch = continuation_branches(loaded, arms, loaded.continuations).get(arms[arm].run if arm in arms else arm)
         parent_step = branch.branch_step if branch else None
     plan = plan_run(loaded, arm, seed=seed, parent_step=parent_step, arms=arms)
     base = Path(runs_dir) if runs_dir else default_runs_dir(study, loaded.root)
