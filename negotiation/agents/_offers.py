@@ -11,10 +11,13 @@ partial so the offer lands on the target.
 from __future__ import annotations
 
 import math
+import sys
 from functools import lru_cache
 from typing import Any, Mapping
 
 from negotiation.env import Domain, Message, PartyPrefs, Role, Term
+
+_FLOAT_MAX = sys.float_info.max
 
 
 @lru_cache(maxsize=1024)
@@ -26,20 +29,25 @@ def _rounding_step(width: float) -> float:
 def term_value(term: Term, role: Role, phi: float) -> float:
     """The continuous value giving ``role`` the feature ``phi`` in [-1, 1], rounded."""
     lo, hi = term.range  # type: ignore[misc]
-    signed = phi if term.high_preferred_by == role else -phi
+    return _value_at(lo, hi, term.high_preferred_by == role, _rounding_step(hi - lo), phi)
+
+
+def _value_at(lo: float, hi: float, prefers_high: bool, step: float, phi: float) -> float:
+    signed = phi if prefers_high else -phi
     value = lo + (signed + 1.0) / 2.0 * (hi - lo)
-    step = _rounding_step(hi - lo)
     value = round(round(value / step) * step, 6)
     return int(value) if float(value).is_integer() else value
 
 
-def _phi_of(term: Term, role: Role, value: Any) -> float:
+def _phi_of(lo: float, hi: float, prefers_high: bool, value: Any) -> float:
     """Own feature of a continuous value the counterpart asked for (-1 when none or invalid)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-        return -1.0
-    lo, hi = term.range  # type: ignore[misc]
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not -_FLOAT_MAX <= value <= _FLOAT_MAX:
+        return -1.0  # not a number, or an infinity, NaN or an int past float range (10**400)
     phi = 2.0 * (min(max(value, lo), hi) - lo) / (hi - lo) - 1.0
-    return phi if term.high_preferred_by == role else -phi
+    return phi if prefers_high else -phi
+
+
+_MISSING = object()
 
 
 def counterpart_levels(history: tuple[Message, ...], role: Role) -> dict[str, Any]:
@@ -49,36 +57,65 @@ def counterpart_levels(history: tuple[Message, ...], role: Role) -> dict[str, An
     for msg in history:
         after = msg.ledger_after
         if msg.role != role:
+            get = before.get
             for name, value in after.items():
-                if name not in before or before[name] != value:
+                if get(name, _MISSING) != value:  # absent before, or changed
                     levels[name] = value
         before = after
     return levels
 
 
+# A party's concession plan: its best full contract and, least important first, the terms it
+# concedes (name, weight, continuous?, lo, hi, prefers high?, rounding step, preferred level).
+_Plan = tuple[dict[str, Any], tuple[tuple[str, float, bool, float, float, bool, float, Any], ...]]
+_PLANS: dict[tuple[int, int], tuple[Domain, PartyPrefs, _Plan]] = {}
+_MAX_PLANS = 4096
+
+
+def _concession_plan(domain: Domain, prefs: PartyPrefs) -> _Plan:
+    """Built once per (domain, preferences): an agent offers every turn of every episode, and
+    sorting the terms and reading pydantic attributes each time was most of an offer's cost.
+    Keyed by identity (both are frozen); the entry holds them so an id is never reused."""
+    key = (id(domain), id(prefs))
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0] is domain and hit[1] is prefs:
+        return hit[2]
+    role, best, steps = prefs.role, {}, []
+    for t in sorted(domain.terms, key=lambda t: (prefs.weights[t.name], t.name)):
+        lo, hi = t.range if t.is_continuous else (0.0, 1.0)  # type: ignore[misc]
+        high = t.high_preferred_by == role
+        step = _rounding_step(hi - lo) if t.is_continuous else 0.0
+        steps.append((t.name, prefs.weights[t.name], t.is_continuous, lo, hi, high, step,
+                      prefs.preferred.get(t.name)))
+    for t in domain.terms:  # the best contract in domain order (the order offers are spoken in)
+        best[t.name] = term_value(t, role, 1.0) if t.is_continuous else prefs.preferred[t.name]
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    plan = (best, tuple(steps))
+    _PLANS[key] = (domain, prefs, plan)
+    return plan
+
+
 def offer_at_target(domain: Domain, prefs: PartyPrefs, target: float,
                     asked: Mapping[str, Any]) -> dict[str, Any]:
     """A full contract with own ``Ũ`` as close to ``target`` from above as the concessions allow."""
-    role = prefs.role
-    offer: dict[str, Any] = {}
-    for t in domain.terms:
-        offer[t.name] = term_value(t, role, 1.0) if t.is_continuous else prefs.preferred[t.name]
+    best, steps = _concession_plan(domain, prefs)
+    offer = dict(best)
     u = 1.0
-    for t in sorted(domain.terms, key=lambda t: (prefs.weights[t.name], t.name)):
-        w = prefs.weights[t.name]
+    for name, w, continuous, lo, hi, high, step, preferred in steps:
         if u - target <= 1e-12:
             break
-        if t.is_continuous:
+        if continuous:
             # Never concede past what the counterpart asked for: that would be a gift.
-            phi_floor = _phi_of(t, role, asked.get(t.name))
+            phi_floor = _phi_of(lo, hi, high, asked.get(name))
             drop = min(w * (1.0 - phi_floor) / 2.0, u - target)  # Ũ moves by w Δφ / 2
             if w <= 0 or drop <= 0:
                 continue
             phi = 1.0 - 2.0 * drop / w
-            offer[t.name] = term_value(t, role, phi)
+            offer[name] = _value_at(lo, hi, high, step, phi)
             u -= drop
-        elif t.name in asked and asked[t.name] != prefs.preferred[t.name] and u - w >= target - 1e-12:
-            offer[t.name] = asked[t.name]
+        elif name in asked and asked[name] != preferred and u - w >= target - 1e-12:
+            offer[name] = asked[name]
             u -= w
     return offer
 

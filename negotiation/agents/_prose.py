@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Sequence
 
 from negotiation.agents._turn_rng import TurnRandom
@@ -28,21 +29,38 @@ def humanize(name: str) -> str:
     return name.replace("_", " ")
 
 
+# Per domain, what a phrase needs of each term: (kind, spoken name, unit, unit for a value of 1).
+_PHRASE_PARTS: dict[int, tuple[Domain, dict[str, tuple[str, str, str, str]]]] = {}
+
+
+def _phrase_parts(domain: Domain) -> dict[str, tuple[str, str, str, str]]:
+    """Built once per domain (every message speaks several terms); keyed by identity, the entry
+    holds the domain so an id is never reused."""
+    hit = _PHRASE_PARTS.get(id(domain))
+    if hit is not None and hit[0] is domain:
+        return hit[1]
+    parts = {}
+    for term in domain.terms:
+        unit = term.unit or ""
+        singular = unit[:-1] if unit.endswith("s") and unit.isalpha() else unit  # "1 day", not "1 days"
+        parts[term.name] = (term.kind, humanize(term.name), unit, singular)
+    _PHRASE_PARTS[id(domain)] = (domain, parts)
+    return parts
+
+
 def term_phrase(domain: Domain, name: str, value: Any) -> str:
     """How a message speaks one term, e.g. ``price at 42 $k`` or ``the Premium interior``."""
-    if not domain.has_term(name):
+    part = _phrase_parts(domain).get(name)
+    if part is None:
         return f"{humanize(name)} of {value}"
-    term = domain.term(name)
-    if term.kind == "continuous":
-        unit = term.unit or ""
-        if value == 1 and unit.endswith("s") and unit.isalpha():
-            unit = unit[:-1]  # "1 day", not "1 days"
-        return f"{humanize(name)} at {value} {unit}"
-    if term.kind == "binary":
-        return f"{humanize(name)} included" if value is True else f"no {humanize(name)}"
+    kind, human, unit, singular = part
+    if kind == "continuous":
+        return f"{human} at {value} {singular if value == 1 else unit}"
+    if kind == "binary":
+        return f"{human} included" if value is True else f"no {human}"
     if isinstance(value, str) and value.casefold() == "none":
-        return f"no {humanize(name)}"
-    return f"the {value} {humanize(name)}"
+        return f"no {human}"
+    return f"the {value} {human}"
 
 
 def _join(phrases: Sequence[str]) -> str:
@@ -51,9 +69,39 @@ def _join(phrases: Sequence[str]) -> str:
     return ", ".join(phrases[:-1]) + " and " + phrases[-1]
 
 
+_JSON_STRING = json.encoder.encode_basestring_ascii  # what json.dumps writes for a str
+
+
+def _json_scalar(value: Any) -> str | None:
+    """``json.dumps(value)`` for the scalars offers hold (str, bool, int, finite float); None for
+    anything else, which then goes through ``json.dumps`` whole."""
+    kind = type(value)
+    if kind is str:
+        return _JSON_STRING(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
+    return None
+
+
 def action_json(action: str, terms: Sequence[tuple[str, Any]], notes: str = "") -> str:
-    payload = {"action": action, "terms": [{"name": n, "value": v} for n, v in terms], "notes": notes}
-    return json.dumps(payload)
+    """The JSON action, exactly as ``json.dumps`` writes it (default separators, ASCII).
+
+    Every scripted and policy turn writes one; building the common case from its pieces is
+    several times faster than ``json.dumps`` of a fresh dict, with the same bytes (tested).
+    """
+    items = []
+    for name, value in terms:
+        scalar = _json_scalar(value)
+        if scalar is None or type(name) is not str:
+            payload = {"action": action, "terms": [{"name": n, "value": v} for n, v in terms], "notes": notes}
+            return json.dumps(payload)
+        items.append(f'{{"name": {_JSON_STRING(name)}, "value": {scalar}}}')
+    return (f'{{"action": {_JSON_STRING(action)}, "terms": [{", ".join(items)}], '
+            f'"notes": {_JSON_STRING(notes)}}}')
 
 
 def render_counter(domain: Domain, role: Role, terms: Sequence[tuple[str, Any]],

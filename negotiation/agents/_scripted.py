@@ -27,7 +27,7 @@ from negotiation.agents._offers import changed_terms, counterpart_levels, offer_
 from negotiation.agents._prose import render_accept, render_counter
 from negotiation.agents._spec import AgentSpec
 from negotiation.agents._turn_rng import TurnRandom
-from negotiation.env import Reply, Role, View, score_prefs
+from negotiation.env import Reply, Role, View, u_tilde
 from negotiation.errors import ConfigError
 
 
@@ -59,8 +59,8 @@ class TitForTat:
         opp = [m.ledger_after for m in view.history if m.role != view.role]
         moved = 0.0
         if len(opp) >= 2:
-            first = score_prefs(view.domain, view.prefs, opp[0]).u_tilde
-            latest = score_prefs(view.domain, view.prefs, opp[-1]).u_tilde
+            first = u_tilde(view.domain, view.prefs, opp[0])
+            latest = u_tilde(view.domain, view.prefs, opp[-1])
             moved = max(0.0, latest - first)
         return max(self.floor, self.start - self.delta * moved - self.drift * _progress(view))
 
@@ -99,7 +99,7 @@ class ScriptedAgent:
         rng = TurnRandom([view.sample_seed, view.turn, 0 if view.role == "seller" else 1])
         target = self.strategy.target(view)
         if view.ledger and _counterpart_offered(view, self.readable):
-            if score_prefs(view.domain, view.prefs, view.ledger).u_tilde >= target - 1e-9:
+            if u_tilde(view.domain, view.prefs, view.ledger) >= target - 1e-9:
                 return Reply(render_accept(rng))
         asked = {} if self.holds else counterpart_levels(view.history, view.role)
         offer = offer_at_target(view.domain, view.prefs, target, asked)

@@ -43,13 +43,18 @@ _MIX_A = _hash_constants(_INIT_A, _MULT_A, _POOL + len(_CROSS))
 _GEN_B = _hash_constants(_INIT_B, _MULT_B, 8)
 
 
+# The cross-mixing steps of numpy's mix_entropy, each with its hash constants, flattened.
+_CROSS_STEPS = tuple((src, dst, pre, post) for (src, dst), (pre, post) in zip(_CROSS, _MIX_A[_POOL:]))
+
+
 def _pool(entropy: Sequence[int]) -> list[int]:
     """``SeedSequence(entropy).pool`` for at most four words < 2**32 (numpy's ``mix_entropy``)."""
+    words = list(entropy) + [0] * (_POOL - len(entropy))
     pool = []
-    for i, (pre, post) in enumerate(_MIX_A[:_POOL]):
-        value = (((entropy[i] if i < len(entropy) else 0) ^ pre) * post) & _M32
+    for word, (pre, post) in zip(words, _MIX_A):
+        value = ((word ^ pre) * post) & _M32
         pool.append(value ^ (value >> 16))
-    for (src, dst), (pre, post) in zip(_CROSS, _MIX_A[_POOL:]):
+    for src, dst, pre, post in _CROSS_STEPS:
         value = ((pool[src] ^ pre) * post) & _M32
         value ^= value >> 16
         mixed = (_MIX_L * pool[dst] - _MIX_R * value) & _M32
@@ -60,8 +65,8 @@ def _pool(entropy: Sequence[int]) -> list[int]:
 def _state_words(pool: list[int]) -> list[int]:
     """``generate_state(8, uint32)`` of the pool."""
     out = []
-    for i, (pre, post) in enumerate(_GEN_B):
-        value = ((pool[i % _POOL] ^ pre) * post) & _M32
+    for word, (pre, post) in zip(pool + pool, _GEN_B):
+        value = ((word ^ pre) * post) & _M32
         out.append(value ^ (value >> 16))
     return out
 

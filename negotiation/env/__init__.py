@@ -37,7 +37,7 @@ from negotiation.env._prompts import (
 )
 from negotiation.env._reward import eq1_reward, episode_reward, frontloaded_step_rewards
 from negotiation.env._scenario import PartyPrefs, Scenario, make_scenario
-from negotiation.env._utility import INVALID, Score, canonical_value, feature, score_ledger, score_prefs
+from negotiation.env._utility import INVALID, Score, canonical_value, feature, score_ledger, score_prefs, u_tilde
 from negotiation.env._view import Agent, Message, Reply, View, arespond
 
 __all__ = [
@@ -49,7 +49,7 @@ __all__ = [
     "episode_row",
     "episodes_to_frames", "eq1_reward", "feature", "frontloaded_step_rewards", "load_domain",
     "load_domain_file", "load_domains", "make_scenario", "parse_message", "run_episode",
-    "score_ledger", "score_prefs", "to_json", "turn_rows", "write_tables",
+    "score_ledger", "score_prefs", "to_json", "turn_rows", "u_tilde", "write_tables",
 ]
 
 _LAZY = {name: "negotiation.env._tables" for name in

@@ -115,13 +115,13 @@ class Episode:
 
 
 def _count_term_issues(scenario: Scenario, terms: tuple[tuple[str, Any], ...]) -> tuple[int, int, int]:
-    domain = scenario.domain
+    index = scenario.domain.term_index
     off = inv = oor = 0
     for name, value in terms:
-        if not domain.has_term(name):
+        term = index.get(name)
+        if term is None:
             off += 1
             continue
-        term = domain.term(name)
         canon = canonical_value(term, value)
         if canon is INVALID:
             inv += 1
@@ -138,6 +138,9 @@ class Negotiation:
         self.config = config
         self.sample_seed = scenario.seed if sample_seed is None else int(sample_seed)
         self.ledger: dict[str, Any] = {}
+        # The read-only copy of the ledger the last turn left: the turn's record and the next
+        # view share it (the ledger changes only in ``apply``), one copy per turn instead of two.
+        self._ledger_after: Mapping[str, Any] = MappingProxyType({})
         self.turns: list[TurnRecord] = []
         self.outcome: Outcome | None = None
         self.closed_by: Role | None = None
@@ -158,7 +161,7 @@ class Negotiation:
         """The view of the party about to speak."""
         role = self.next_role
         return View(role, self.scenario.domain, self.scenario.prefs(role), len(self.turns) + 1,
-                    self.config.max_turns, tuple(self._seen[role]), MappingProxyType(dict(self.ledger)),
+                    self.config.max_turns, tuple(self._seen[role]), self._ledger_after,
                     self.config.phase, self.sample_seed)
 
     def apply(self, reply: Reply | str, parsed: ParsedTurn | None = None) -> TurnRecord:
@@ -201,9 +204,10 @@ class Negotiation:
 
     def _record(self, role: Role, reply: Reply, parsed: ParsedTurn, ok: bool, error: str | None) -> TurnRecord:
         off, inv, oor = _count_term_issues(self.scenario, parsed.terms)
+        self._ledger_after = MappingProxyType(dict(self.ledger))
         return TurnRecord(len(self.turns) + 1, role, reply.text, parsed.prose, ok,
                           parsed.action if ok else None, parsed.terms, error,
-                          MappingProxyType(dict(self.ledger)), MappingProxyType(parsed.flags),
+                          self._ledger_after, MappingProxyType(parsed.flags),
                           off, inv, oor, reply)
 
     def record(self, seller: str, buyer: str) -> Episode:

@@ -95,15 +95,19 @@ def _depth(obj: Any) -> int:
     return deepest
 
 
-def _decode_at(text: str, j: int) -> tuple[Any, int, int]:
+def _decode_at(text: str, j: int, first: bool = False) -> tuple[Any, int, int]:
     """Decode the JSON value starting at ``text[j]``: ``(obj or _FAILED, end, chars scanned)``.
 
     The decoder is run on a window that grows geometrically, so a failure costs time in the
     distance to where it failed, not in ``j`` (``JSONDecodeError`` counts lines from the start
     of the string it was given). A window's failure is final when it happened well inside the
     window and is not an unterminated string; a success inside a window is the same as on the
-    whole text (an object ends at its own ``}``).
+    whole text (an object ends at its own ``}``). The ``first`` attempt of a message tries the
+    second window at once (``_decode_fits``): one extra hand-off per message, so the bound holds.
     """
+    found = _decode_fits(text, j) if first else None
+    if found is not None:
+        return found
     n, width, scanned = len(text), _WINDOW, 0
     while True:
         stop = min(n, j + width)
@@ -121,6 +125,22 @@ def _decode_at(text: str, j: int) -> tuple[Any, int, int]:
             return _FAILED, j + 1, scanned + len(chunk)
         scanned += len(chunk)
         width *= 4
+
+
+def _decode_fits(text: str, j: int) -> tuple[Any, int, int] | None:
+    """``_decode_at``'s answer when the value fits the second window, in one decode; else None.
+
+    An action object is a few hundred characters, so the growing windows usually fail once on
+    the first window and succeed on the second. Every narrower window of a value that decodes
+    fails by being cut (a truncated value fails at its cut), so the answer, including the
+    characters ``_decode_at`` would have counted as scanned, is known from the one success.
+    """
+    width = _WINDOW * 4
+    try:
+        obj, end = _DECODER.raw_decode(text[j:j + width])
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; let the windows decide
+        return None
+    return obj, j + end, end + (_WINDOW if end > _WINDOW else 0)
 
 
 def _extract_objects(text: str) -> tuple[list[Any], str, str | None]:
@@ -146,7 +166,7 @@ def _extract_objects(text: str) -> tuple[list[Any], str, str | None]:
             kept.append(text[i:])
             problem = problem or "too_complex"
             break
-        obj, end, scanned = _decode_at(text, j)
+        obj, end, scanned = _decode_at(text, j, first=i == 0)
         budget -= scanned + _ATTEMPT_COST
         if obj is _FAILED or obj is _TOO_DEEP:
             problem = problem or ("too_deep" if obj is _TOO_DEEP else None)
@@ -170,17 +190,23 @@ def _too_deep(text: str, j: int, end: int, obj: Any) -> bool:
 
 
 def _clean_prose(text: str) -> str:
-    text = _FENCE.sub(" ", text)
-    return re.sub(r"\s+", " ", text).strip()
+    if "`" in text:
+        text = _FENCE.sub(" ", text)
+    # Runs of whitespace become one space, ends stripped: str.split and the regex ``\s`` both
+    # use Python's Unicode whitespace, so this equals re.sub(r"\s+", " ", text).strip() (tested).
+    return " ".join(text.split())
 
 
 def _flags(prose: str) -> dict[str, bool]:
-    # A bracketed placeholder is its own flag, not a JSON fragment.
-    without_placeholders = _PLACEHOLDER.sub(" ", prose)
+    # A bracketed placeholder is its own flag, not a JSON fragment. A placeholder needs "[" and a
+    # template tag "<" or "["; most prose has neither, and skipping their scans is measurable.
+    bracket = "[" in prose
+    placeholder = bracket and _PLACEHOLDER.search(prose) is not None
+    without_placeholders = _PLACEHOLDER.sub(" ", prose) if placeholder else prose
     return {
-        "json_leak": bool(_JSON_LEAK.search(without_placeholders)),
-        "placeholder": bool(_PLACEHOLDER.search(prose)),
-        "template_tag": bool(_TEMPLATE_TAG.search(prose)),
+        "json_leak": _JSON_LEAK.search(without_placeholders) is not None,
+        "placeholder": placeholder,
+        "template_tag": (bracket or "<" in prose) and _TEMPLATE_TAG.search(prose) is not None,
     }
 
 

@@ -79,31 +79,102 @@ def feature(term: Term, role: Role, preferred: Any, value: Any) -> tuple[float, 
     return (1.0 if canon == preferred else -1.0), False, False
 
 
-def score_prefs(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> Score:
-    """Score ``ledger`` (term name -> value) for the party with ``prefs`` in ``domain``."""
+# One scored term, flattened for the per-turn loop: (name, weight, kind, lo, hi, sign, preferred,
+# level_by_folded); kind 0 continuous, 1 binary, 2 categorical; sign +1 when the party prefers high.
+_Row = tuple[str, float, int, float, float, float, Any, Mapping[str, Any]]
+_PLANS: dict[tuple[int, int], tuple[Domain, PartyPrefs, tuple[_Row, ...]]] = {}
+_MAX_PLANS = 4096
+_KIND_CODE = {"continuous": 0, "binary": 1, "categorical": 2}
+
+
+def _plan(domain: Domain, prefs: PartyPrefs) -> tuple[_Row, ...]:
+    """The party's terms as flat rows, built once per (domain, preferences) pair.
+
+    Scoring runs several times per turn (acceptance checks, tit-for-tat, the record); reading
+    pydantic attributes and mappings for every term each time was most of its cost. Keyed by
+    identity (both objects are frozen); the entry holds them so an id is never reused.
+    """
+    key = (id(domain), id(prefs))
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0] is domain and hit[1] is prefs:
+        return hit[2]
+    rows = []
+    for term in domain.terms:
+        lo, hi = term.range if term.is_continuous else (0.0, 1.0)  # type: ignore[misc]
+        sign = 1.0 if term.high_preferred_by == prefs.role else -1.0
+        rows.append((term.name, prefs.weights[term.name], _KIND_CODE[term.kind], lo, hi, sign,
+                     prefs.preferred.get(term.name), term.level_by_folded))
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    plan = tuple(rows)
+    _PLANS[key] = (domain, prefs, plan)
+    return plan
+
+
+_ABSENT = object()
+
+
+def _sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> tuple[float, float, float, int, int]:
+    """``(U, distributive, integrative, n_invalid, n_out_of_range)`` of ``ledger`` for ``prefs``.
+
+    ``feature`` per named term, summed in domain order; the loop inlines it (same arithmetic,
+    same order, so the same floats) because it runs for every term several times per turn.
+    """
     u = dist = integ = 0.0
     n_invalid = n_oor = 0
-    weights, preferred, role = prefs.weights, prefs.preferred, prefs.role
-    for term in domain.terms:
-        name = term.name
-        w = weights[name]
+    get, isfinite = ledger.get, math.isfinite
+    for name, w, kind, lo, hi, sign, preferred, folded in _plan(domain, prefs):
         phi = 0.0
-        if name in ledger:
-            phi, invalid, oor = feature(term, role, preferred.get(name), ledger[name])
-            n_invalid += invalid
-            n_oor += oor
+        value = get(name, _ABSENT)
+        if value is not _ABSENT:
+            if kind == 0:
+                number = type(value)
+                if (isfinite(value) if number is float else -_FLOAT_MAX <= value <= _FLOAT_MAX if number is int
+                        else _is_number(value)):
+                    canon = float(value)
+                    clipped = min(max(canon, lo), hi)
+                    phi = 2.0 * (clipped - lo) / (hi - lo) - 1.0
+                    if sign < 0:
+                        phi = -phi
+                    n_oor += clipped != canon
+                else:
+                    n_invalid += 1
+            else:
+                canon = (value if isinstance(value, bool) else INVALID) if kind == 1 else (
+                    folded.get(value.strip().casefold(), INVALID) if isinstance(value, str) else INVALID)
+                if canon is INVALID:
+                    n_invalid += 1
+                else:
+                    phi = 1.0 if canon == preferred else -1.0
         u += w * phi
         part = w * (phi + 1.0) / 2.0
-        if term.is_continuous:
+        if kind == 0:
             dist += part
         else:
             integ += part
+    return u, dist, integ, n_invalid, n_oor
+
+
+def score_prefs(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> Score:
+    """Score ``ledger`` (term name -> value) for the party with ``prefs`` in ``domain``."""
+    u, dist, integ, n_invalid, n_oor = _sums(domain, prefs, ledger)
     index = domain.term_index
     n_off = sum(1 for name in ledger if name not in index)
+    return Score(u, _u_tilde(dist, integ), dist, integ, n_off, n_invalid, n_oor)
+
+
+def _u_tilde(dist: float, integ: float) -> float:
     # Ũ = (U + 1) / 2 mathematically; summing the non-negative per-term parts instead keeps it
     # inside [0, 1] under rounding ((U + 1) / 2 gave -1.1e-16 for a worst contract) and makes
     # the distributive/integrative split add up exactly. Weights may sum to 1 + 1e-16: clip.
-    return Score(u, min(1.0, dist + integ), dist, integ, n_off, n_invalid, n_oor)
+    return min(1.0, dist + integ)
+
+
+def u_tilde(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> float:
+    """``score_prefs(domain, prefs, ledger).u_tilde`` without building the score (agents ask it
+    every turn)."""
+    _, dist, integ, _, _ = _sums(domain, prefs, ledger)
+    return _u_tilde(dist, integ)
 
 
 def score_ledger(scenario: Scenario, role: Role, ledger: Mapping[str, Any]) -> Score:
