@@ -14,7 +14,7 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-NOT_CORE = {"dvc", "mlflow", "great-expectations", "scipy", "matplotlib", "jinja2", "numba", "litellm", "transformers",
+NOT_CORE = {"torch", "dvc", "mlflow", "great-expectations", "scipy", "matplotlib", "jinja2", "numba", "litellm", "transformers",
             "pytest", "hypothesis", "playwright", "vllm"}
 FAST_MOVING = {"litellm", "transformers", "mlflow", "dvc"}
 
@@ -63,12 +63,12 @@ def test_make_repro_installs_the_pipeline_profile_from_the_lock_without_browser_
 
 BLOCKER = """
 import sys
-BLOCK = {"dvc", "mlflow", "great_expectations", "scipy", "matplotlib", "jinja2", "numba", "litellm", "transformers",
+BLOCK = {"torch", "dvc", "mlflow", "great_expectations", "scipy", "matplotlib", "jinja2", "numba", "litellm", "transformers",
          "pytest", "hypothesis", "playwright"}
 class Blocker:
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in BLOCK:
-            raise ImportError(f"{name} is not part of the core install")
+            raise ImportError(f"{name} is not part of the core install", name=name)
 sys.meta_path.insert(0, Blocker())
 from negotiation.cli import main
 sys.argv = ["nego", *sys.argv[1:]]
@@ -76,9 +76,46 @@ main()
 """
 
 
-@pytest.mark.parametrize("args", [["domains"], ["protocol", "verify", "demo"], ["audit", "demo"],
+@pytest.mark.parametrize("args", [["domains"], ["protocol", "verify", "demo"], ["audit", "demo"], ["--version"],
+                                  ["scenario", "used_car", "5"], ["score", "used_car", "5", "--ledger", '{"price": 40}'],
+                                  ["pipeline", "plan", "demo", "--check"], ["status", "demo"],
                                   ["play", "--seller", "scripted:boulware", "--buyer", "scripted:titfortat",
                                    "--domain", "used_car", "--seed", "5000000"]])
 def test_the_core_commands_run_without_any_extra(args):
     done = subprocess.run([sys.executable, "-c", BLOCKER, *args], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_command_needing_an_extra_names_it():
+    done = subprocess.run([sys.executable, "-c", BLOCKER, "play", "--seller", "policy:outputs/none", "--buyer",
+                           "scripted:titfortat", "--domain", "used_car", "--seed", "5"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "torch is not installed" in done.stderr and "pip install -e '.[pipeline]'" in done.stderr
+
+
+CORE_IMPORTS = """
+import sys
+import negotiation.env, negotiation.protocol, negotiation.registry, negotiation.study, negotiation.cli
+from negotiation.agents import make_agent
+make_agent("scripted:boulware", "seller")
+print(sorted(m for m in ("torch", "dvc", "mlflow", "great_expectations", "numba", "scipy", "matplotlib", "litellm",
+                         "transformers") if m in sys.modules))
+"""
+
+
+def test_the_core_packages_never_import_torch_or_an_extra():
+    done = subprocess.run([sys.executable, "-c", CORE_IMPORTS], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_the_extra_named_for_each_package_installs_it():
+    from negotiation._install import EXTRA_OF
+
+    extras = PROJECT["optional-dependencies"]
+    for module, extra in EXTRA_OF.items():
+        names = {r.name.lower().replace("-", "_") for r in _reqs(extras[extra])}
+        assert module in names, f"{module}: not in the {extra!r} extra of pyproject.toml"
+        earlier = [e for e in list(extras)[:list(extras).index(extra)]
+                   if module in {r.name.lower().replace("-", "_") for r in _reqs(extras[e])}]
+        assert not earlier, f"{module}: {earlier[0]!r} comes first in pyproject.toml"

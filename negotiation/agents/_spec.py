@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 from urllib.parse import parse_qsl
 
+from negotiation._install import install_hint
 from negotiation.agents._llm_secrets import forbid_inline_secrets
 from negotiation.env import Role
 from negotiation.errors import ConfigError
@@ -105,8 +106,7 @@ def make_agent(spec: str | AgentSpec, role: Role) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ConfigError(
-            f"agent spec {parsed.text!r}: kind {parsed.kind!r} needs a package that is missing ({exc.name}); "
-            "install the matching extra, e.g. `pip install -e .[llm]`"
-        ) from exc
+        hint = install_hint(exc) or "install the package that provides it"
+        raise ConfigError(f"agent spec {parsed.text!r}: kind {parsed.kind!r} needs a package that is missing "
+                          f"({exc.name}); {hint}") from exc
     return getattr(module, func_name)(parsed, role)

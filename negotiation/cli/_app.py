@@ -35,6 +35,7 @@ Exit = (typer.Exit, _ClickExit)
 Abort = (typer.Abort, _ClickAbort)
 from typer.core import TyperGroup
 
+from negotiation._install import install_hint
 from negotiation.errors import NegotiationError, format_validation_error
 
 __all__ = ["EXIT_FAILED", "EXIT_INPUT", "app", "lazy_command", "main", "one_line", "run"]
@@ -126,6 +127,8 @@ def failure_line(exc: BaseException) -> tuple[str, int]:
     if isinstance(exc, OSError):
         where = exc.filename if exc.filename is not None else "<io>"
         return f"{where}: {exc.strerror or exc}", EXIT_INPUT
+    if isinstance(exc, ImportError) and install_hint(exc):  # a package of an extra the core leaves out
+        return str(install_hint(exc)), EXIT_FAILED
     if os.environ.get("NEGO_TRACEBACK"):
         traceback.print_exception(exc)
     return f"{type(exc).__name__}: {exc} (NEGO_TRACEBACK=1 shows where)", EXIT_FAILED
