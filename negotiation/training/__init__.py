@@ -24,7 +24,8 @@ from negotiation.training._protocol import (
 )
 from negotiation.training._rollout import Rollouts, play
 from negotiation.tracking import DEFAULT_TRACKING_URI, tracking_uri
-from negotiation.training._trainer import CURVES_FILE, VALIDATION_FILE, TrainSummary, train_arm
+from negotiation.training._run import CURVES_FILE, VALIDATION_FILE, TrainSummary
+from negotiation.training._trainer import train_arm
 
 __all__ = [
     "CURVES_FILE", "DEFAULT_TRACKING_URI", "TRAINING_INFO_FILE", "VALIDATION_FILE",

@@ -14,20 +14,21 @@ One call of ``train_arm`` trains one arm:
    per group; one AdamW step on the token-level PPO-clipped loss plus ``kl_coef`` x k3 KL to
    the base; the learning rate from a warmup-cosine schedule that restarts in a continuation.
 4. Validation (mean S on the fixed validation set) at the first step and every
-   ``val_period`` steps; ``step_N/`` every ``checkpoint_period`` steps and at the end; curves to
-   ``curves.csv`` / ``validation.csv`` and MLflow.
+   ``validation_every`` steps; ``step_N/`` every ``checkpoint_every`` steps and at the end;
+   curves to ``curves.csv`` / ``validation.csv`` and MLflow.
+
+Seeding, start, the step schedule and the run's files are the same for the token-level trainer
+and live in ``negotiation.training._run``; this module holds what is the policy network's own.
 """
 
 from __future__ import annotations
 
 import copy
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import pandas as pd
 import torch
 
 from negotiation.agents._policy import Policy
@@ -38,74 +39,38 @@ from negotiation.agents._policy_net import (
     token_mask,
 )
 from negotiation.env import EnvConfig
-from negotiation.training._checkpoint import (
-    TrainingInfo, read_training_info, relative_to_folder, resolve_from, step_dir, write_checkpoint,
-)
 from negotiation.training._config import TrainConfig
 from negotiation.training._data import ScenarioMaker, TrainItem, training_items, validation_items
-from negotiation.training._grpo import MAX_GRAD_NORM, clipped_surrogate, k3_kl, loo_advantages, lr_at, masked_mean
+from negotiation.training._grpo import MAX_GRAD_NORM, clipped_surrogate, k3_kl, loo_advantages, masked_mean
 from negotiation.training._rollout import Rollouts, play
-from negotiation.tracking import MlflowTracker, NullTracker, experiment_name, flatten, git_commit
+from negotiation.training._run import (
+    CURVES_FILE, VALIDATION_FILE, RunLedger, TrainSummary, run_steps, run_tracker, run_training, save_step,
+)
+from negotiation.tracking import NullTracker
 
-CURVES_FILE, VALIDATION_FILE = "curves.csv", "validation.csv"
+__all__ = ["CURVES_FILE", "VALIDATION_FILE", "TrainSummary", "train_arm"]
 
 
 @dataclass
 class _State:
+    ledger: RunLedger
     policy: Policy
     base: torch.nn.Module
-    base_dir: Path
+    """The chain's base policy: the KL reference."""
     optimizer: torch.optim.Optimizer
-    rng: np.random.Generator
-    branch_step: int
-    """Combined step the run starts from (the parent's; 0 for a fresh run)."""
-    consumed: int
-    parent_dir: Path | None
-    curves: list[dict[str, float]] = field(default_factory=list)
-    val_scores: dict[int, float] = field(default_factory=dict)
-    checkpoints: dict[int, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class TrainSummary:
-    """What ``train_arm`` produced."""
-
-    arm: str
-    run_dir: Path
-    branch_step: int
-    """Combined step the run started from (0 for a fresh run)."""
-    steps: int
-    """Own optimizer steps trained."""
-    checkpoints: dict[int, str]
-    """Own step -> ``step_N`` folder written."""
-    val_scores: dict[int, float]
-    """Own step -> validation mean S."""
-    seconds: float
-    """Wall-clock seconds of the call."""
-    cpu_seconds: float
-    """CPU seconds of this process during the call (what the run costs on a loaded machine)."""
-    mlflow_run_id: str | None
-
-
-def _start(cfg: TrainConfig, run_dir: Path) -> _State:
+def _setup(cfg: TrainConfig, ledger: RunLedger) -> _State:
     arm, recipe = cfg.arm, cfg.recipe
-    torch.manual_seed(arm.seed)  # nothing below draws from it today; a dropout later would
     if arm.parent is None:
-        arch = PolicyArch(width=arm.width, depth=arm.depth, value_bins=arm.value_bins)
-        policy = Policy.init(arch, arm.init_seed)
-        base_dir, branch, consumed = step_dir(run_dir, 0), 0, 0
+        policy = Policy.init(PolicyArch(width=arm.width, depth=arm.depth, value_bins=arm.value_bins), arm.init_seed)
+        base = copy.deepcopy(policy.net)
     else:
-        info = read_training_info(arm.parent)
-        policy, base_dir = Policy.load(arm.parent), resolve_from(arm.parent, info.base_checkpoint)
-        branch, consumed = info.combined_step, info.consumed_scenarios
-    base = Policy.load(base_dir).net if arm.parent is not None else copy.deepcopy(policy.net)
+        policy, base = Policy.load(arm.parent), Policy.load(ledger.base_dir).net
     base.requires_grad_(False)
     optimizer = torch.optim.AdamW(policy.net.parameters(), lr=recipe.learning_rate * arm.lr_multiple,
-                                  betas=recipe.optimizer.betas,
-                                  weight_decay=recipe.optimizer.weight_decay)
-    # Continuations draw different sample seeds from their parent by keying on the branch step.
-    rng = np.random.default_rng(np.random.SeedSequence([arm.seed, branch]))
-    return _State(policy, base, base_dir, optimizer, rng, branch, consumed, arm.parent)
+                                  betas=recipe.optimizer.betas, weight_decay=recipe.optimizer.weight_decay)
+    return _State(ledger, policy, base, optimizer)
 
 
 def _jobs(items: list[TrainItem], seeds: np.ndarray,
@@ -158,38 +123,11 @@ def _validate(st: _State, items: list[TrainItem], maker: ScenarioMaker, env: Env
     return float(play(st.policy, spec, jobs, env).scores.mean())
 
 
-def _save(st: _State, cfg: TrainConfig, run_dir: Path, step: int, tracker: NullTracker) -> None:
-    folder = step_dir(run_dir, step)
-    parent = relative_to_folder(st.parent_dir, folder) if st.parent_dir is not None else None
-    info = TrainingInfo(step=step, combined_step=st.branch_step + step,
-                        branch_step=st.branch_step, arm=cfg.arm.arm,
-                        seed=cfg.arm.seed, lr_multiple=cfg.arm.lr_multiple,
-                        consumed_scenarios=st.consumed,
-                        base_checkpoint=relative_to_folder(st.base_dir, folder),
-                        parent_checkpoint=parent, val_score=st.val_scores.get(step),
-                        mlflow_run_id=tracker.run_id)
-    write_checkpoint(folder, st.policy, info)
-    st.checkpoints[step] = folder.as_posix()
-
-
 def _tracker(cfg: TrainConfig, env: EnvConfig, track: bool, parent_run: str | None) -> NullTracker:
-    if not track:
-        return NullTracker()
-    arm = cfg.arm
-    params = flatten({"recipe": cfg.recipe.model_dump(mode="json"), "data": cfg.data.model_dump(mode="json"),
-                      "arm": arm.model_dump(mode="json"), "env": vars(env)})
-    tags = {"study": arm.study, "arm": arm.arm, "size": arm.width, "lr_multiple": arm.lr_multiple,
-            "parent_run": parent_run or "", "parent_arm": arm.parent_arm or "",
-            "protocol_hash": cfg.protocol_hash, "git_commit": git_commit(), "phase": "training"}
-    return MlflowTracker(experiment_name(arm.study), arm.arm, params, tags)
-
-
-def _write_curves(st: _State, run_dir: Path) -> None:
-    pd.DataFrame(st.curves).to_csv(run_dir / CURVES_FILE, index=False)
-    val = pd.DataFrame({"step": list(st.val_scores),
-                        "combined_step": [st.branch_step + s for s in st.val_scores],
-                        "validation/score": list(st.val_scores.values())})
-    val.to_csv(run_dir / VALIDATION_FILE, index=False)
+    params = {"recipe": cfg.recipe.model_dump(mode="json"), "data": cfg.data.model_dump(mode="json"),
+              "arm": cfg.arm.model_dump(mode="json"), "env": vars(env)}
+    return run_tracker(cfg.arm, track=track, parent_run=parent_run, protocol_hash=cfg.protocol_hash,
+                       size=cfg.arm.width, params=params)
 
 
 def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: bool = True,
@@ -205,58 +143,28 @@ def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: b
             small networks and keeps results identical across runs.
         on_step: ``(own step done, own steps, metrics)`` after each optimizer step (progress).
     """
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    run_dir, old_threads = Path(run_dir), torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        st = _start(cfg, run_dir)
-        parent_run = read_training_info(cfg.arm.parent).mlflow_run_id if cfg.arm.parent else None
-        tracker = _tracker(cfg, env, track, parent_run)
-        try:
-            _loop(st, cfg, env, run_dir, tracker, on_step)
-        except BaseException:
-            tracker.finish("FAILED")
-            raise
-        paths = " ".join(st.checkpoints[s] for s in sorted(st.checkpoints))
-        tracker.set_tags({"checkpoints": paths})
-        tracker.finish()
-    finally:
-        torch.set_num_threads(old_threads)
-    _write_curves(st, run_dir)
-    return TrainSummary(cfg.arm.arm, run_dir, st.branch_step, cfg.arm.steps, dict(st.checkpoints),
-                        dict(st.val_scores), time.perf_counter() - t0,
-                        time.process_time() - cpu0, tracker.run_id)
+    run_dir = Path(run_dir)
+    return run_training(cfg.arm, run_dir, threads=threads, setup=lambda ledger: _setup(cfg, ledger),
+                        tracker=lambda parent_run: _tracker(cfg, env, track, parent_run),
+                        train=lambda st, tracker: _loop(st, cfg, env, run_dir, tracker, on_step))
 
 
 def _loop(st: _State, cfg: TrainConfig, env: EnvConfig, run_dir: Path, tracker: NullTracker,
           on_step: Callable[[int, int, dict[str, float]], None] | None = None) -> None:
-    """Own steps 0..N; metrics go to MLflow at combined steps so a continuation's curves extend
-    its parent's."""
-    recipe, arm = cfg.recipe, cfg.arm
+    """Own steps 0..N (``run_steps``); each update plays ``scenarios_per_step`` x ``group_size``
+    rollouts in lockstep and takes one GRPO step on them."""
+    recipe, arm, ledger = cfg.recipe, cfg.arm, st.ledger
     maker, spec = ScenarioMaker(cfg.data.dirichlet_alpha), f"policy:{run_dir.as_posix()}"
     val_items, per_step = validation_items(cfg.data), recipe.scenarios_per_step
-    peak, floor = recipe.learning_rate * arm.lr_multiple, recipe.lr_floor * arm.lr_multiple
-    for step in range(arm.steps + 1):
-        last, combined = step == arm.steps, st.branch_step + step
-        if step % recipe.validation_every == 0 or last:
-            st.val_scores[step] = _validate(st, val_items, maker, env, spec)
-            tracker.log_step(combined, {"validation/score": st.val_scores[step]})
-        fresh_start = step == 0 and st.parent_dir is None  # a continuation's step 0 is its parent
-        if fresh_start or (step > 0 and (step % recipe.checkpoint_every == 0 or last)):
-            _save(st, cfg, run_dir, step, tracker)
-            tracker.flush()
-        if last:
-            break
-        lr = lr_at(step, peak=peak, floor=floor, warmup_steps=recipe.warmup_steps,
-                   total_steps=arm.steps)
-        items = training_items(cfg.data, arm.seed, st.consumed, per_step)
-        st.consumed += per_step
-        seeds = st.rng.integers(0, 2**31 - 1, size=(per_step, recipe.group_size))
+
+    def update(step: int, lr: float) -> dict[str, float]:
+        items = training_items(cfg.data, arm.seed, ledger.consumed, per_step)
+        ledger.consumed += per_step
+        seeds = ledger.rng.integers(0, 2**31 - 1, size=(per_step, recipe.group_size))
         ro = play(st.policy, spec, _jobs(items, seeds, maker), env)
         adv = loo_advantages(ro.rewards.reshape(per_step, recipe.group_size)).reshape(-1)
-        metrics = {**_episode_stats(ro), **_grpo_update(st, ro, adv, cfg, lr)}
-        st.curves.append({"step": step + 1, "combined_step": combined + 1, **metrics})
-        tracker.log_step(combined + 1, metrics)
-        if on_step is not None:
-            on_step(step + 1, arm.steps, metrics)
+        return {**_episode_stats(ro), **_grpo_update(st, ro, adv, cfg, lr)}
+
+    run_steps(ledger, arm, recipe, tracker, validate=lambda: _validate(st, val_items, maker, env, spec),
+              save=lambda step: save_step(ledger, arm, run_dir, step, st.policy, tracker), update=update,
+              on_step=on_step)

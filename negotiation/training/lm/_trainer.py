@@ -18,6 +18,9 @@ One call of ``train_lm_arm`` trains one run with the protocol's recipe (paper §
    every ``validation_every`` steps; ``step_N/`` in Hugging Face format every
    ``checkpoint_every`` steps and at the end; curves to ``curves.csv``, ``validation.csv`` and
    MLflow; wall-clock figures to ``timing.csv`` (never to the curves, which must repeat exactly).
+
+Seeding, start, the step schedule and the run's files are the demo trainer's
+(``negotiation.training._run``); this module holds what is the language model's own.
 """
 
 from __future__ import annotations
@@ -31,12 +34,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from negotiation.training._checkpoint import (
-    TrainingInfo, read_training_info, relative_to_folder, resolve_from, step_dir, write_checkpoint,
+from negotiation.training._grpo import MAX_GRAD_NORM, loo_advantages
+from negotiation.training._run import (
+    CURVES_FILE, VALIDATION_FILE, RunLedger, TrainSummary, run_steps, run_tracker, run_training, save_step,
+    write_curves,
 )
-from negotiation.training._grpo import MAX_GRAD_NORM, loo_advantages, lr_at
-# One summary record for both trainers (the select@ stage and MLflow read the same fields).
-from negotiation.training._trainer import TrainSummary
 from negotiation.training.lm._config import LmTrainConfig
 from negotiation.training.lm._loss import TokenBatch, grpo_token_step
 from negotiation.training.lm._rollout import Generate, TokenEpisodes, play_token_episodes
@@ -44,47 +46,32 @@ from negotiation.training.lm._seller import GeneratorFactory, HfSeller, load_sel
 from negotiation.training.nemo import (
     NegotiationStepLogic, NemoEnvSettings, training_scenarios, validation_scenarios,
 )
-from negotiation.tracking import MlflowTracker, NullTracker, experiment_name, flatten, git_commit
+from negotiation.tracking import NullTracker
 
 __all__ = ["CURVES_FILE", "TIMING_FILE", "VALIDATION_FILE", "train_lm_arm"]
 
-CURVES_FILE, VALIDATION_FILE, TIMING_FILE = "curves.csv", "validation.csv", "timing.csv"
+TIMING_FILE = "timing.csv"
 
 
 @dataclass
 class _State:
+    ledger: RunLedger
     seller: HfSeller
     reference: torch.nn.Module
-    base_dir: Path
     optimizer: torch.optim.Optimizer
-    rng: np.random.Generator
     settings: NemoEnvSettings
     generate: Generate
-    branch_step: int
-    consumed: int
-    parent_dir: Path | None
-    curves: list[dict[str, float]] = field(default_factory=list)
     timing: list[dict[str, float]] = field(default_factory=list)
-    val_scores: dict[int, float] = field(default_factory=dict)
-    checkpoints: dict[int, str] = field(default_factory=dict)
 
 
-def _start(cfg: LmTrainConfig, run_dir: Path, factory: GeneratorFactory | None) -> _State:
+def _start(cfg: LmTrainConfig, ledger: RunLedger, factory: GeneratorFactory | None) -> _State:
     arm, t = cfg.arm, cfg.run_protocol.training
-    torch.manual_seed(arm.seed)
-    if arm.parent is None:
-        start, base_dir, branch, consumed = arm.base, step_dir(run_dir, 0), 0, 0
-        reference_dir = arm.base
-    else:
-        info = read_training_info(arm.parent)
-        start, base_dir = arm.parent, resolve_from(arm.parent, info.base_checkpoint)
-        branch, consumed, reference_dir = info.combined_step, info.consumed_scenarios, base_dir
+    start, reference_dir = (arm.base, arm.base) if arm.parent is None else (arm.parent, ledger.base_dir)
     seller, settings, generate = load_seller(start, cfg, factory)
     reference = load_seller(reference_dir, cfg, None, reference=True)[0].model
     optimizer = torch.optim.AdamW(seller.model.parameters(), lr=t.learning_rate * arm.lr_multiple,
                                   betas=t.optimizer.betas, weight_decay=t.optimizer.weight_decay)
-    rng = np.random.default_rng(np.random.SeedSequence([arm.seed, branch]))
-    return _State(seller, reference, base_dir, optimizer, rng, settings, generate, branch, consumed, arm.parent)
+    return _State(ledger, seller, reference, optimizer, settings, generate)
 
 
 def _play(st: _State, cfg: LmTrainConfig, states: list, seeds: list[int]) -> TokenEpisodes:
@@ -127,35 +114,16 @@ def _validate(st: _State, cfg: LmTrainConfig) -> float:
     return float(_play(st, cfg, states, [s.seed for s in states]).scores.mean())
 
 
-def _save(st: _State, cfg: LmTrainConfig, run_dir: Path, step: int, tracker: NullTracker) -> None:
-    folder = step_dir(run_dir, step)
-    parent = relative_to_folder(st.parent_dir, folder) if st.parent_dir is not None else None
-    info = TrainingInfo(step=step, combined_step=st.branch_step + step, branch_step=st.branch_step,
-                        arm=cfg.arm.arm, seed=cfg.arm.seed, lr_multiple=cfg.arm.lr_multiple,
-                        consumed_scenarios=st.consumed, base_checkpoint=relative_to_folder(st.base_dir, folder),
-                        parent_checkpoint=parent, val_score=st.val_scores.get(step), mlflow_run_id=tracker.run_id)
-    write_checkpoint(folder, st.seller, info)  # type: ignore[arg-type]  # any object with save(folder)
-    st.checkpoints[step] = folder.as_posix()
-
-
 def _tracker(cfg: LmTrainConfig, track: bool, parent_run: str | None) -> NullTracker:
-    if not track:
-        return NullTracker()
-    arm = cfg.arm
-    params = flatten({"recipe": cfg.run_protocol.training.model_dump(mode="json"), "arm": arm.model_dump(mode="json"),
-                      "runtime": cfg.runtime.model_dump(mode="json"),
-                      "sampling": cfg.run_protocol.sampling.self_served_seller.model_dump(mode="json")})
-    tags = {"study": arm.study, "arm": arm.arm, "size": arm.size, "lr_multiple": arm.lr_multiple,
-            "parent_run": parent_run or "", "parent_arm": arm.parent_arm or "", "backend": "token",
-            "protocol_hash": cfg.protocol_hash, "git_commit": git_commit(), "phase": "training"}
-    return MlflowTracker(experiment_name(arm.study), arm.arm, params, tags)
+    params = {"recipe": cfg.run_protocol.training.model_dump(mode="json"), "arm": cfg.arm.model_dump(mode="json"),
+              "runtime": cfg.runtime.model_dump(mode="json"),
+              "sampling": cfg.run_protocol.sampling.self_served_seller.model_dump(mode="json")}
+    return run_tracker(cfg.arm, track=track, parent_run=parent_run, protocol_hash=cfg.protocol_hash,
+                       size=cfg.arm.size, params=params, backend="token")
 
 
-def _write_tables(st: _State, run_dir: Path) -> None:
-    pd.DataFrame(st.curves).to_csv(run_dir / CURVES_FILE, index=False)
+def _write_timing(st: _State, run_dir: Path) -> None:
     pd.DataFrame(st.timing).to_csv(run_dir / TIMING_FILE, index=False)
-    pd.DataFrame({"step": list(st.val_scores), "combined_step": [st.branch_step + s for s in st.val_scores],
-                  "validation/score": list(st.val_scores.values())}).to_csv(run_dir / VALIDATION_FILE, index=False)
 
 
 def train_lm_arm(cfg: LmTrainConfig, run_dir: str | Path, *, track: bool = True,
@@ -169,27 +137,12 @@ def train_lm_arm(cfg: LmTrainConfig, run_dir: str | Path, *, track: bool = True,
         generator_factory: builds the batched sampler from the loaded seller; default the
             KV-cache generator of ``negotiation.lm``.
     """
-    t0, cpu0, run_dir = time.perf_counter(), time.process_time(), Path(run_dir)
-    old_threads = torch.get_num_threads()
-    torch.set_num_threads(cfg.runtime.threads)
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        st = _start(cfg, run_dir, generator_factory)
-        parent_run = read_training_info(cfg.arm.parent).mlflow_run_id if cfg.arm.parent else None
-        tracker = _tracker(cfg, track, parent_run)
-        try:
-            _loop(st, cfg, run_dir, tracker)
-        except BaseException:
-            tracker.finish("FAILED")
-            raise
-        tracker.set_tags({"checkpoints": " ".join(st.checkpoints[s] for s in sorted(st.checkpoints))})
-        tracker.finish()
-    finally:
-        torch.set_num_threads(old_threads)
-    _write_tables(st, run_dir)
-    return TrainSummary(cfg.arm.arm, run_dir, st.branch_step, cfg.arm.steps, dict(st.checkpoints),
-                        dict(st.val_scores), time.perf_counter() - t0, time.process_time() - cpu0,
-                        tracker.run_id)
+    run_dir = Path(run_dir)
+    return run_training(cfg.arm, run_dir, threads=cfg.runtime.threads,
+                        setup=lambda ledger: _start(cfg, ledger, generator_factory),
+                        tracker=lambda parent_run: _tracker(cfg, track, parent_run),
+                        train=lambda st, tracker: _loop(st, cfg, run_dir, tracker),
+                        write=lambda st: _write_timing(st, run_dir))
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -203,33 +156,28 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 
 def _loop(st: _State, cfg: LmTrainConfig, run_dir: Path, tracker: NullTracker) -> None:
-    """Own steps 0..N; metrics go to MLflow at combined steps so a continuation extends its parent."""
-    t, arm = cfg.run_protocol.training, cfg.arm
-    peak, floor = t.learning_rate * arm.lr_multiple, t.lr_floor * arm.lr_multiple
-    for step in range(arm.steps + 1):
-        last, combined = step == arm.steps, st.branch_step + step
-        if (step == 0 and t.validate_at_step_zero) or (step > 0 and step % t.validation_every == 0) or last:
-            st.val_scores[step] = _validate(st, cfg)
-            tracker.log_step(combined, {"validation/score": st.val_scores[step]})
-        fresh_start = step == 0 and st.parent_dir is None  # a continuation's step 0 is its parent
-        if fresh_start or (step > 0 and (step % t.checkpoint_every == 0 or last)):
-            _save(st, cfg, run_dir, step, tracker)
-            tracker.flush()
-            _write_tables(st, run_dir)  # a run cut short keeps its curves up to its last checkpoint
-        if last:
-            break
-        lr = lr_at(step, peak=peak, floor=floor, warmup_steps=t.warmup_steps, total_steps=arm.steps)
-        states = training_scenarios(cfg.run_protocol, offset=st.consumed, count=t.scenarios_per_step, seed=arm.seed)
-        st.consumed += t.scenarios_per_step
-        seeds = st.rng.integers(0, 2**31 - 1, size=(t.scenarios_per_step, t.group_size))
+    """Own steps 0..N (``run_steps``); each update plays ``scenarios_per_step`` x ``group_size``
+    token episodes and takes one token-level GRPO step on them."""
+    t, arm, ledger = cfg.run_protocol.training, cfg.arm, st.ledger
+
+    def update(step: int, lr: float) -> dict[str, float]:
+        states = training_scenarios(cfg.run_protocol, offset=ledger.consumed, count=t.scenarios_per_step, seed=arm.seed)
+        ledger.consumed += t.scenarios_per_step
+        seeds = ledger.rng.integers(0, 2**31 - 1, size=(t.scenarios_per_step, t.group_size))
         group = [s for s in states for _ in range(t.group_size)]
         ep, gen_s = _timed(lambda: _play(st, cfg, group, [int(x) for x in seeds.reshape(-1)]))
-        update, train_s = _timed(lambda: _update(st, cfg, ep, lr))
-        metrics = {**_episode_stats(ep), **update}
-        st.curves.append({"step": step + 1, "combined_step": combined + 1, **metrics})
+        metrics, train_s = _timed(lambda: _update(st, cfg, ep, lr))
         st.timing.append(_timing_row(st, step + 1, ep, gen_s, train_s))
-        tracker.log_step(combined + 1, {**metrics, **{f"timing/{k}": v for k, v in st.timing[-1].items()
-                                                     if k != "step"}})
+        tracker.log_step(ledger.branch_step + step + 1,
+                         {f"timing/{k}": v for k, v in st.timing[-1].items() if k != "step"})
+        return {**_episode_stats(ep), **metrics}
+
+    def save(step: int) -> None:
+        save_step(ledger, arm, run_dir, step, st.seller, tracker)
+        write_curves(ledger, run_dir)  # a run cut short keeps its curves up to its last checkpoint
+        _write_timing(st, run_dir)
+
+    run_steps(ledger, arm, t, tracker, validate=lambda: _validate(st, cfg), save=save, update=update)
 
 
 def _timing_row(st: _State, step: int, ep: TokenEpisodes, gen_s: float, train_s: float) -> dict[str, float]:
