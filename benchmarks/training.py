@@ -47,7 +47,8 @@ from negotiation.training import (
     training_items,
     training_runs,
 )
-from negotiation.training._trainer import _grpo_update, _start
+from negotiation.training._run import _start
+from negotiation.training._trainer import _grpo_update, _setup
 
 SWEEP_GRID = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 
@@ -66,8 +67,8 @@ def speed(study) -> None:
     for name, size in sorted(study.protocol.sizes.items(), key=lambda kv: kv[1].width):
         for episodes in (128, 64):
             for kind in ("untrained", "hold-out"):
-                cfg = cfg0.model_copy(update={"arm": cfg0.arm.model_copy(update={"width": size.width})})
-                st = _start(cfg, Path("/nonexistent"))
+                cfg = cfg0.model_copy(update={"arm": cfg0.arm.model_copy(update={"arch": PolicyArch(width=size.width)})})
+                st = _setup(cfg, _start(cfg.arm, Path("/nonexistent")))
                 if kind == "hold-out":  # rarely accepts: episodes run to the buyer's deadline
                     with torch.no_grad():
                         st.policy.net.accept_head.bias.copy_(torch.tensor([3.0, -3.0]))

@@ -1,6 +1,11 @@
-"""Training: the demo GRPO trainer on the CPU and its MLflow curves.
+"""Training: the demo GRPO trainer on the CPU and what every trainer shares.
 
-The NeMo-RL backend lives in ``negotiation.training.nemo`` and is imported lazily.
+Shared by the demo trainer and the token-level trainer (``negotiation.training.lm``): the typed
+inputs around the protocol's own recipe (``TrainConfig``, ``RunArm``, ``recipe_problems``,
+``training_data``), the estimator pieces (``loo_advantages``, ``clipped_surrogate``, ``k3_kl``,
+``lr_at``), the course of a run (seeding, schedule, ``step_N/`` checkpoints, curves, MLflow) and
+its ``TrainSummary``. The NeMo-RL backend lives in ``negotiation.training.nemo`` and is imported
+lazily.
 """
 
 from negotiation.training._checkpoint import (

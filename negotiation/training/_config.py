@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from negotiation.agents._policy_net import PolicyArch
 from negotiation.protocol import Recipe
 
 __all__ = ["ArmTraining", "BuyerShare", "RunArm", "TrainConfig", "TrainData", "recipe_problems"]
@@ -112,12 +113,8 @@ class RunArm(_Strict):
 class ArmTraining(RunArm):
     """A run of the demo's policy network: its shape and initial weights."""
 
-    width: int = Field(ge=2)
-    """Policy hidden width (the size)."""
-    depth: int = Field(default=2, ge=1)
-    """Hidden layers per MLP."""
-    value_bins: int = Field(default=11, ge=2)
-    """Own-φ levels of a continuous value."""
+    arch: PolicyArch
+    """The network's shape, the policy's own model (its width is the protocol size's)."""
     init_seed: int = Field(ge=0)
     """Seed of the initial weights (shared by every run and the base arm of the size)."""
 

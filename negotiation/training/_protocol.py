@@ -80,7 +80,7 @@ def train_config_for(study, run: str, *, parent: Path | None = None, steps: int 
         raise ConfigError(f"protocol/{study.name}/protocol.yaml:training.{problems[0]}")
     if steps is None:
         steps = t.continuation_steps if arm.parent_run else t.initial_steps
-    arm_cfg = ArmTraining(study=study.name, arm=run, width=size.width, lr_multiple=arm.lr_multiple,
+    arm_cfg = ArmTraining(study=study.name, arm=run, arch=PolicyArch(width=size.width), lr_multiple=arm.lr_multiple,
                           steps=steps, init_seed=size.init_seed, seed=size.init_seed,
                           parent=parent, parent_arm=arm.parent_run)
     return TrainConfig(recipe=t, data=training_data(protocol), arm=arm_cfg, protocol_hash=protocol_hash)

@@ -33,7 +33,6 @@ import torch
 
 from negotiation.agents._policy import Policy
 from negotiation.agents._policy_net import (
-    PolicyArch,
     feature_tensors,
     token_logprobs_entropy,
     token_mask,
@@ -63,7 +62,7 @@ class _State:
 def _setup(cfg: TrainConfig, ledger: RunLedger) -> _State:
     arm, recipe = cfg.arm, cfg.recipe
     if arm.parent is None:
-        policy = Policy.init(PolicyArch(width=arm.width, depth=arm.depth, value_bins=arm.value_bins), arm.init_seed)
+        policy = Policy.init(arm.arch, arm.init_seed)
         base = copy.deepcopy(policy.net)
     else:
         policy, base = Policy.load(arm.parent), Policy.load(ledger.base_dir).net
@@ -127,7 +126,7 @@ def _tracker(cfg: TrainConfig, env: EnvConfig, track: bool, parent_run: str | No
     params = {"recipe": cfg.recipe.model_dump(mode="json"), "data": cfg.data.model_dump(mode="json"),
               "arm": cfg.arm.model_dump(mode="json"), "env": vars(env)}
     return run_tracker(cfg.arm, track=track, parent_run=parent_run, protocol_hash=cfg.protocol_hash,
-                       size=cfg.arm.width, params=params)
+                       size=cfg.arm.arch.width, params=params)
 
 
 def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: bool = True,

@@ -40,7 +40,7 @@ def test_initial_and_continuation_configs(study, tmp_path):
                and a.lr_multiple == 3)
     cfg = train_config_for(study, run.run, protocol_hash="h")
     size = study.protocol.sizes[run.size]
-    assert (cfg.arm.width, cfg.arm.init_seed, cfg.arm.lr_multiple) == (size.width, size.init_seed, 3)
+    assert (cfg.arm.arch.width, cfg.arm.init_seed, cfg.arm.lr_multiple) == (size.width, size.init_seed, 3)
     assert cfg.arm.steps == t.initial_steps and cfg.arm.parent is None
     assert cfg.recipe is t  # the protocol's own recipe model, not a renamed copy
     block = study.protocol.seeds.training

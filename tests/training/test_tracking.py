@@ -50,7 +50,7 @@ def test_one_run_per_arm_with_curves_and_tags(tmp_path, monkeypatch):
     assert tags["checkpoints"].split() == [str(tmp_path / "parent" / f"step_{s}") for s in (0, 2, 3)]
     params = run.data.params
     assert params["recipe.group_size"] == "3" and params["recipe.kl.coefficient"] == "0.04"
-    assert params["arm.width"] == "8" and params["env.accept_applies_terms"] == "True"
+    assert params["arm.arch.width"] == "8" and params["env.accept_applies_terms"] == "True"
     for key in CURVES:
         assert [m.step for m in client.get_metric_history(run.info.run_id, key)] == [1, 2, 3]
     assert [m.step for m in client.get_metric_history(run.info.run_id, "validation/score")] == [0, 2, 3]

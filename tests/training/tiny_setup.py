@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from negotiation.agents import PolicyArch
 from negotiation.env import EnvConfig
 from negotiation.protocol import Recipe
 from negotiation.study import load_study
@@ -28,6 +29,6 @@ def tiny_data(**overrides) -> TrainData:
 
 
 def tiny_config(steps: int = 3, **arm_overrides) -> TrainConfig:
-    arm = dict(study="tiny", arm="w8", width=8, lr_multiple=1.0, steps=steps, init_seed=1, seed=2)
+    arm = dict(study="tiny", arm="w8", arch=PolicyArch(width=8), lr_multiple=1.0, steps=steps, init_seed=1, seed=2)
     return TrainConfig(recipe=tiny_recipe(), data=tiny_data(),
                        arm=ArmTraining(**{**arm, **arm_overrides}), protocol_hash="abc123")
