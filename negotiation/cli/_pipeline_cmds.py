@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from negotiation.pipeline import write_plan
+from negotiation.pipeline import stale_code_deps, write_plan
 from negotiation.pipeline._status import arm_reads, arm_rows, study_state
 
 pipeline_app = typer.Typer(help="The DVC pipeline's derived files (plan and per-study pipeline).",
@@ -23,14 +23,17 @@ def plan_command(
     check: bool = typer.Option(False, "--check", help="Only compare; exit 1 when a file is stale."),
     root: Optional[Path] = typer.Option(None, "--root", help="Repository root."),
 ) -> None:
-    """Write pipelines/plans/STUDY.yaml (and pipelines/STUDY/dvc.yaml for a non-default study)
-    from protocol/ and registry/; with --check, fail when they are not current."""
+    """Write pipelines/plans/STUDY.yaml from protocol/ and registry/, and the study's pipeline file
+    (dvc.yaml, or pipelines/STUDY/dvc.yaml) with each stage's code deps derived from its script's
+    imports; with --check, fail when they are not current, naming each stage's missing/extra dep."""
     stale = []
     for path, current in write_plan(study, root, check=check):
         typer.echo(f"{path}: {'up to date' if current else 'STALE'}" if check else f"wrote {path}")
         if not current:
             stale.append(path)
     if stale:
+        for problem in stale_code_deps(study, root):
+            typer.echo(problem, err=True)
         typer.echo(f"run `nego pipeline plan {study}` and commit the result", err=True)
         raise typer.Exit(1)
 

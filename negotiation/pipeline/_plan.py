@@ -125,14 +125,28 @@ def _sync(path: Path, text: str, check: bool) -> bool:
 
 
 def write_plan(study: str, root: Path | None = None, *, check: bool = False) -> list[tuple[Path, bool]]:
-    """Write (or with ``check`` compare) the plan file and, for a non-default study, its
-    pipeline file; return ``(path, up_to_date)`` for each."""
-    from negotiation.pipeline._studyfile import DEFAULT_STUDY, derive_study_pipeline, study_pipeline_path
+    """Write (or with ``check`` compare) the plan file and the study's pipeline file (the top-level
+    ``dvc.yaml`` for the default study, whose code deps are derived; ``pipelines/<study>/dvc.yaml``
+    for another); return ``(path, up_to_date)`` for each."""
+    from negotiation.pipeline._studyfile import DEFAULT_STUDY, derive_study_pipeline, render_top_level, study_pipeline_path
 
     study_obj = load_study(study, root)
     path = plan_path(study, study_obj.root)
     results = [(path, _sync(path, render_plan(build_plan(study_obj)), check))]
-    if study != DEFAULT_STUDY:
-        target = study_pipeline_path(study, study_obj.root)
-        results.append((target, _sync(target, derive_study_pipeline(study, study_obj.root), check)))
+    target = study_pipeline_path(study, study_obj.root)
+    text = render_top_level(study_obj.root) if study == DEFAULT_STUDY else derive_study_pipeline(study, study_obj.root)
+    results.append((target, _sync(target, text, check)))
     return results
+
+
+def stale_code_deps(study: str, root: Path | None = None) -> list[str]:
+    """Each stage of the study's committed pipeline file whose code deps differ from its derived
+    ones, as ``<file>: stage <name>: missing|extra dep <path>`` lines (empty when current)."""
+    from negotiation.pipeline._studyfile import (DEFAULT_STUDY, code_dep_problems, derive_study_pipeline,
+                                                 render_top_level, study_pipeline_path)
+
+    study_root = load_study(study, root).root
+    target = study_pipeline_path(study, study_root)
+    derived = render_top_level(study_root) if study == DEFAULT_STUDY else derive_study_pipeline(study, study_root)
+    committed = target.read_text(encoding="utf-8") if target.exists() else ""
+    return code_dep_problems(committed, derived, str(target.relative_to(study_root)))

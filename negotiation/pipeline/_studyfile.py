@@ -4,15 +4,22 @@ study gets ``pipelines/<study>/dvc.yaml``, derived from it so the graph is writt
 DVC cannot switch a ``vars`` file by parameter (``../shared/notes/dvc.md``), so a study needs its
 own pipeline file; this derives it (other vars file, ``wdir`` at the repository root; a study with
 a language-model ladder also gets its ``tokenizer`` stage) and the plan check verifies it is current.
+
+Every study's stages, the top-level file's included, get their code deps derived from their
+script's import closure (``_deps``); only those deps are rewritten in the top-level file.
 """
 
 from __future__ import annotations
 
 import copy
+import io
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from negotiation.pipeline._deps import PACKAGE, ImportClosure, compress
 
 DEFAULT_STUDY = "demo"
 TOP_LEVEL = "dvc.yaml"
@@ -36,8 +43,7 @@ _LADDER_READS = ["tokenizer", "warm_start", "seeds.training", "domains.training"
                  "environment", "sampling.self_served_seller"]
 _TOKENIZER_STAGE = {
     "cmd": "python pipelines/tokenizer.py --study ${plan.study} --out ${plan.out}/tokenizer",
-    "deps": ["pipelines/tokenizer.py", "negotiation/pipeline/_stage.py", "negotiation/pipeline/_train.py",
-             "negotiation/lm", "negotiation/env", "negotiation/agents", "protocol/domains"],
+    "deps": ["protocol/domains"],  # code deps: derived (set_code_deps)
     "params": [{"protocol/${plan.study}/protocol.yaml": ["tokenizer", "warm_start.corpus"] + _LADDER_READS[2:]}],
     "outs": ["${plan.out}/tokenizer"],
 }
@@ -50,7 +56,7 @@ def _add_ladder(graph: dict[str, Any]) -> None:
         if name == "init":
             stages["tokenizer"] = copy.deepcopy(_TOKENIZER_STAGE)
             body = stage["do"]
-            body["deps"] += ["negotiation/lm", "negotiation/env", "protocol/domains", "${plan.out}/tokenizer"]
+            body["deps"] += ["protocol/domains", "${plan.out}/tokenizer"]
             body["params"][0]["protocol/${plan.study}/protocol.yaml"] += _LADDER_READS
         stages[name] = stage
     graph["stages"] = stages
@@ -70,6 +76,7 @@ def derive_study_pipeline(study: str, root: Path) -> str:
     graph["vars"] = [f"../plans/{study}.yaml", "../../params.yaml"]
     if load_study(study, root).protocol.tokenizer is not None:
         _add_ladder(graph)
+    set_code_deps(graph, root)
     for stage in graph["stages"].values():
         _rebase_stage(stage)
         _undeclare_metrics(stage)
@@ -79,3 +86,67 @@ def derive_study_pipeline(study: str, root: Path) -> str:
     graph.pop("plots", None)
     body = yaml.safe_dump(graph, sort_keys=False, default_flow_style=False, width=110)
     return HEADER.format(study=study) + body
+
+
+# --- code deps: derived from each stage's entry script (negotiation.pipeline._deps) -------------
+_ENTRY = re.compile(r"\bpipelines/\w+\.py\b")
+
+
+def is_code_dep(dep: Any) -> bool:
+    """A dep that is repository code (derived, never typed by hand): the package or a stage script."""
+    return isinstance(dep, str) and (dep == PACKAGE or dep.startswith(f"{PACKAGE}/") or bool(_ENTRY.fullmatch(dep)))
+
+
+def _bodies(graph: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: (stage["do"] if "foreach" in stage else stage) for name, stage in graph["stages"].items()}
+
+
+def stage_code_deps(graph: dict[str, Any], root: Path) -> dict[str, list[str]]:
+    """Each stage's code deps: the import closure of the script its ``cmd`` runs, as
+    repository-relative files and whole-package folders (``_deps.compress``)."""
+    closure, derived = ImportClosure(root), {}
+    for name, body in _bodies(graph).items():
+        entry = _ENTRY.search(" ".join(str(body["cmd"]).split()))
+        if entry is None:
+            raise ValueError(f"stage {name!r}: cmd {body['cmd']!r} runs no pipelines/<stage>.py script")
+        files = closure.files(Path(root) / entry.group(0))
+        derived[name] = [entry.group(0)] + [d for d in compress(files, root) if d != entry.group(0)]
+    return derived
+
+
+def set_code_deps(graph: dict[str, Any], root: Path) -> None:
+    """Replace every stage's code deps in ``graph`` (in place) by the derived ones, first; the
+    other deps (protocol, registry, upstream outputs) keep their order after them."""
+    for name, code in stage_code_deps(graph, root).items():
+        deps = _bodies(graph)[name].setdefault("deps", [])
+        kept = [d for d in deps if not is_code_dep(d)]
+        del deps[:]
+        deps.extend(code + kept)
+
+
+def code_dep_problems(committed: str, derived: str, where: str) -> list[str]:
+    """What differs between two pipeline texts' code deps, per stage: ``where: stage S: missing
+    dep X`` (imported, not listed) or ``extra dep X`` (listed, not imported)."""
+    old, new = _bodies(yaml.safe_load(committed) or {"stages": {}}), _bodies(yaml.safe_load(derived))
+    problems = []
+    for name in new:
+        have = {d for d in old.get(name, {}).get("deps", []) if is_code_dep(d)}
+        need = {d for d in new[name].get("deps", []) if is_code_dep(d)}
+        problems += [f"{where}: stage {name}: missing dep {d}" for d in sorted(need - have)]
+        problems += [f"{where}: stage {name}: extra dep {d}" for d in sorted(have - need)]
+    return problems
+
+
+def render_top_level(root: Path) -> str:
+    """The top-level ``dvc.yaml`` with derived code deps; everything else (comments, order,
+    params, outs) exactly as written (round-trip YAML)."""
+    from ruamel.yaml import YAML
+
+    rt = YAML()
+    rt.indent(mapping=2, sequence=4, offset=2)
+    rt.width, rt.preserve_quotes = 4096, True
+    graph = rt.load((Path(root) / TOP_LEVEL).read_text(encoding="utf-8"))
+    set_code_deps(graph, root)
+    out = io.StringIO()
+    rt.dump(graph, out)
+    return out.getvalue()

@@ -3,7 +3,8 @@
 Every stage is a fresh interpreter, and the demo runs about eighty of them: torch, MLflow,
 great-expectations and friends cost seconds each to import. The light stages are run for real
 on a scripted reference arm (imports made lazily inside a function count too); the others are
-loaded as DVC loads them (``--help`` resolves every name the script imports).
+loaded as DVC loads them (``--help`` resolves every name the script imports). Every repository
+module a stage process ran must be among the stage's derived code deps in ``dvc.yaml``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from negotiation.study import default_root
 
@@ -26,6 +28,8 @@ PROBE = """
 import atexit, json, runpy, sys
 heavy = {heavy!r}
 atexit.register(lambda: print("IMPORTED " + json.dumps(sorted(h for h in heavy if h in sys.modules)), file=sys.stderr))
+atexit.register(lambda: print("RAN " + json.dumps(sorted(m.__file__ for n, m in list(sys.modules.items())
+                                                         if n.split(".")[0] == "negotiation")), file=sys.stderr))
 sys.argv = {argv!r}
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
@@ -39,7 +43,18 @@ def _imported(script: str, *args: str, cwd: Path = ROOT) -> set[str]:
     lines = [line for line in done.stderr.splitlines() if line.startswith("IMPORTED ")]
     assert lines, done.stderr[-3000:]
     assert done.returncode == 0, done.stderr[-3000:]
+    ran = [line for line in done.stderr.splitlines() if line.startswith("RAN ")]
+    _assert_listed(script, {str(Path(f).relative_to(ROOT)) for f in json.loads(ran[-1].removeprefix("RAN "))})
     return set(json.loads(lines[-1].removeprefix("IMPORTED ")))
+
+
+def _assert_listed(script: str, ran: set[str]) -> None:
+    """Every module the stage process ran is a dep of its stage (a file, or inside a listed folder)."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    bodies = [s.get("do", s) for s in stages.values() if f"pipelines/{script}" in s.get("do", s)["cmd"]]
+    deps = set(bodies[0]["deps"]) if bodies else set()
+    unlisted = {f for f in ran if not any(f == d or f.startswith(d + "/") for d in deps)}
+    assert bodies and not unlisted, f"{script}: ran but not a dvc.yaml dep: {sorted(unlisted)}"
 
 
 def test_scripted_arm_stages_import_no_heavy_library(tmp_path):

@@ -1,0 +1,92 @@
+"""Derived stage code deps: the import closure of each stage script, and the check that flags a
+committed pipeline file whose code deps no longer match the code."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from negotiation.cli import app
+from negotiation.pipeline import stale_code_deps, write_plan
+from negotiation.pipeline._deps import ImportClosure, compress
+from negotiation.protocol import default_root
+
+ROOT = default_root()
+IGNORE = shutil.ignore_patterns("*.pyc", "__pycache__")
+
+
+@pytest.fixture()
+def repo(root: Path) -> Path:
+    """protocol/ and registry/ (shared fixture) plus the code and the pipeline files."""
+    for part in ("negotiation", "pipelines"):
+        shutil.copytree(ROOT / part, root / part, ignore=IGNORE)
+    shutil.copyfile(ROOT / "dvc.yaml", root / "dvc.yaml")
+    return root
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize("study", ["demo", "paper", "lm"])
+def test_committed_pipeline_files_are_current(study):
+    """The check CI needs: every study's plan and pipeline file (code deps included) as derived."""
+    assert [current for _, current in write_plan(study, check=True)] == [True, True], \
+        f"run `nego pipeline plan {study}`: " + "; ".join(stale_code_deps(study))
+
+
+def test_closure_follows_lazy_exports_used_functions_and_module_strings(tmp_path):
+    _write(tmp_path, "negotiation/__init__.py", "")
+    _write(tmp_path, "negotiation/pkg/__init__.py",
+           "import importlib\n_EXPORTS = {'used': '_a', 'other': '_b'}\n\n"
+           "def __getattr__(name):\n    return getattr(importlib.import_module('negotiation.pkg.' + _EXPORTS[name]), name)\n")
+    _write(tmp_path, "negotiation/pkg/_a.py",
+           "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from negotiation import typing_only\n\n"
+           "def used():\n    from negotiation.lazy import thing\n    return thing()\n\n"
+           "def unused():\n    from negotiation import never\n    return never\n\n"
+           "TABLE = {'kind': 'negotiation.plugin:make'}\n")
+    _write(tmp_path, "negotiation/pkg/_b.py", "def other():\n    pass\n")
+    for name in ("lazy", "never", "typing_only", "plugin"):
+        _write(tmp_path, f"negotiation/{name}.py", "def thing():\n    pass\n\ndef make():\n    pass\n")
+    _write(tmp_path, "pipelines/stage.py", "from negotiation.pkg import used\n\nif __name__ == '__main__':\n    used()\n")
+    files = ImportClosure(tmp_path).files(tmp_path / "pipelines/stage.py")
+    assert sorted(str(p.relative_to(tmp_path)) for p in files) == [
+        "negotiation/__init__.py", "negotiation/lazy.py", "negotiation/pkg/__init__.py", "negotiation/pkg/_a.py",
+        "negotiation/plugin.py", "pipelines/stage.py"]
+    assert compress(files, tmp_path) == ["negotiation/__init__.py", "negotiation/lazy.py", "negotiation/pkg/__init__.py",
+                                         "negotiation/pkg/_a.py", "negotiation/plugin.py", "pipelines/stage.py"]
+    _write(tmp_path, "pipelines/both.py", "from negotiation.pkg import used, other\n\nused()\nother()\n")
+    assert "negotiation/pkg" in compress(ImportClosure(tmp_path).files(tmp_path / "pipelines/both.py"), tmp_path)
+
+
+def test_check_names_the_stage_and_the_missing_and_extra_dep(repo):
+    top = repo / "dvc.yaml"
+    graph = yaml.safe_load(top.read_text())
+    deps = graph["stages"]["analyze"]["deps"]
+    assert "negotiation/env" in deps  # the dep the hand-written list once lacked
+    text = top.read_text()
+    analyze = text.index("\n  analyze:")
+    top.write_text(text[:analyze] + text[analyze:].replace("      - negotiation/env\n", "      - negotiation/training\n", 1))
+    assert stale_code_deps("demo", repo) == ["dvc.yaml: stage analyze: missing dep negotiation/env",
+                                             "dvc.yaml: stage analyze: extra dep negotiation/training"]
+    result = CliRunner().invoke(app, ["pipeline", "plan", "demo", "--check", "--root", str(repo)])
+    assert result.exit_code == 1
+    assert "dvc.yaml: STALE" in result.output and "stage analyze: missing dep negotiation/env" in result.output
+    write_plan("demo", repo)
+    assert stale_code_deps("demo", repo) == [] and top.read_text() == (ROOT / "dvc.yaml").read_text()
+
+
+def test_a_new_import_makes_exactly_the_importing_stage_stale(repo):
+    """Only scenarios runs negotiation/pipeline/_scenarios.py; an import added there is its alone."""
+    module = repo / "negotiation/pipeline/_scenarios.py"
+    module.write_text(module.read_text() + "\n\ndef _late():\n    from negotiation.training import _grpo\n    return _grpo\n\n\n"
+                      "_LATE = _late\n")
+    problems = stale_code_deps("demo", repo)
+    assert problems and all(p.startswith("dvc.yaml: stage scenarios: missing dep negotiation/") for p in problems)
+    assert "dvc.yaml: stage scenarios: missing dep negotiation/training/_grpo.py" in problems
+    assert stale_code_deps("paper", repo)  # a derived study's file is checked the same way
