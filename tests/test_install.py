@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -47,7 +48,7 @@ def test_the_lock_pins_every_requirement_of_every_profile_within_its_range(profi
     for req in _reqs(PROJECT["dependencies"] + PROJECT["optional-dependencies"][profile]):
         if req.name == "negotiation":
             continue
-        name = req.name.lower().replace("_", "-")
+        name = canonicalize_name(req.name)  # the lock's spelling: ruamel.yaml is ruamel-yaml
         assert name in lock, f"{req.name} is not in requirements.lock (run `make lock`)"
         assert req.specifier.contains(lock[name], prereleases=True), f"{name}=={lock[name]} outside {req}"
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from negotiation.cli import app
 from negotiation.pipeline import stale_code_deps, write_plan
 from negotiation.pipeline._deps import ImportClosure, compress
-from negotiation.protocol import default_root
+from negotiation.study import default_root
 
 ROOT = default_root()
 IGNORE = shutil.ignore_patterns("*.pyc", "__pycache__")
