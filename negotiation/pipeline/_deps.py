@@ -12,7 +12,9 @@ not rerun them); this derives them statically with ``ast`` over the repository's
 - a function's or method's body (and its imports inside, the lazy ones) counts only once the
   function or its class is used by code that runs: module-level code, or a body already counted;
 - a string constant naming a repository module (``"negotiation.agents._llm_hf:make"``, a lazy
-  table's ``"negotiation.env._tables"``) counts as an import of it where the code holding it runs;
+  table's ``"negotiation.env._tables"``) counts as an import of it where the code holding it runs,
+  and a module name built at run time (``f"negotiation.analysis.{name}"``, ``"negotiation.x." + y``)
+  as an import of every module of that package;
 - ``if TYPE_CHECKING:`` blocks never run and are skipped.
 
 Anything it cannot resolve is over-approximated (a whole package), never dropped: a dep list
@@ -37,6 +39,9 @@ module's own code uses its top-level ``name`` (never a submodule nor ``__getattr
 module it names if it is one, else a name of its parent."""
 
 LOCAL = "="
+ALL = "*"
+"""``(package, ALL)``: every module of the package runs (a module name built at run time)."""
+_PACKAGE_PREFIX = re.compile(rf"^{PACKAGE}(\.\w+)*\.$")
 
 
 @dataclass
@@ -111,6 +116,21 @@ class _Refs(ast.NodeVisitor):
             base = base.value
         if isinstance(base, ast.Name) and base.id in self.aliases:
             self.refs.add(_split(".".join([self.aliases[base.id], *reversed(chain)])))
+        self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        head = node.values[0] if node.values else None
+        if isinstance(head, ast.Constant) and isinstance(head.value, str) and _PACKAGE_PREFIX.match(head.value):
+            self.refs.add((head.value[:-1], ALL))
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        head = node.left
+        while isinstance(head, ast.BinOp):
+            head = head.left
+        if isinstance(node.op, ast.Add) and isinstance(head, ast.Constant) and isinstance(head.value, str) \
+                and _PACKAGE_PREFIX.match(head.value):
+            self.refs.add((head.value[:-1], ALL))
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -198,6 +218,8 @@ class ImportClosure:
         if name is None:
             parents = [(target.rsplit(".", depth)[0], None) for depth in range(1, target.count(".") + 1)]
             return parents + list(module.on_import)
+        if name == ALL:
+            return [(sub, None) for sub in self._submodules(module)] if module.is_package else [(target, None)]
         if name.startswith(LOCAL):
             return list(module.names.get(name[len(LOCAL):], ()))
         if name in module.names:

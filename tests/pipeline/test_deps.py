@@ -60,6 +60,13 @@ def test_closure_follows_lazy_exports_used_functions_and_module_strings(tmp_path
         "negotiation/plugin.py", "pipelines/stage.py"]
     assert compress(files, tmp_path) == ["negotiation/__init__.py", "negotiation/lazy.py", "negotiation/pkg/__init__.py",
                                          "negotiation/pkg/_a.py", "negotiation/plugin.py", "pipelines/stage.py"]
+    _write(tmp_path, "negotiation/built/__init__.py", "")
+    _write(tmp_path, "negotiation/built/_one.py", "")
+    _write(tmp_path, "negotiation/built/_two.py", "")
+    _write(tmp_path, "negotiation/lazy.py", "import importlib\n\ndef thing(name='_one'):\n"
+           "    return importlib.import_module(f'negotiation.built.{name}')\n")
+    assert {"negotiation/built/_one.py", "negotiation/built/_two.py"} <= {
+        str(p.relative_to(tmp_path)) for p in ImportClosure(tmp_path).files(tmp_path / "pipelines/stage.py")}
     _write(tmp_path, "pipelines/both.py", "from negotiation.pkg import used, other\n\nused()\nother()\n")
     assert "negotiation/pkg" in compress(ImportClosure(tmp_path).files(tmp_path / "pipelines/both.py"), tmp_path)
 
