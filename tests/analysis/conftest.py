@@ -32,3 +32,19 @@ def demo_results(demo_root, tmp_path_factory) -> Path:
         episodes[arm].to_parquet(folder / "episodes.parquet", index=False)
         turns[arm].to_parquet(folder / "turns.parquet", index=False)
     return results
+
+
+@pytest.fixture(scope="session")
+def real_results(tmp_path_factory) -> Path:
+    """The demo's own pipeline functions run for its two reference arms: scenarios, select, pilot
+    and every evaluation episode (scripted sellers, about ten seconds): real tables, built by the
+    engine and the harness, not by a generator that writes the identities in."""
+    from negotiation.pipeline import run_evaluate_stage, run_pilot_stage, run_scenarios, run_select
+
+    results = tmp_path_factory.mktemp("real") / "outputs" / "demo"
+    run_scenarios("demo", results / "scenarios")
+    for arm in ("ref_boulware", "ref_conceder"):
+        run_select("demo", arm, results)
+        assert run_pilot_stage("demo", arm, results, concurrency=4).passed
+        run_evaluate_stage("demo", arm, results, concurrency=4)
+    return results
