@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
-import pytest
+from mlflow.tracking import MlflowClient
 
 from negotiation.training import DEFAULT_TRACKING_URI, read_training_info, tracking_uri, train_arm
 from negotiation.tracking import flatten, git_commit
 from tiny_setup import ENV, tiny_config
 
-pytest.importorskip("mlflow")
 CURVES = ["train/reward", "train/kl_penalty", "train/entropy", "train/lr", "train/grad_norm"]
 
 
@@ -25,9 +25,26 @@ def test_flatten_nested_params():
     assert flatten({"a": {"b": 1, "c": [1, 2]}, "d": None}) == {"a.b": "1", "a.c": "[1, 2]", "d": "None"}
 
 
-def test_one_run_per_arm_with_curves_and_tags(tmp_path, monkeypatch):
-    from mlflow.tracking import MlflowClient
+def _checkout(path: Path) -> str:
+    """A git repository with one commit; its commit id as git reports it on creation."""
+    path.mkdir()
+    git = ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], check=True)
+    return (path / ".git" / subprocess.run([*git, "symbolic-ref", "HEAD"], check=True, capture_output=True,
+                                            text=True).stdout.strip()).read_text().strip()
 
+
+def test_git_commit_is_the_checkout_s_head_and_unknown_outside_one(tmp_path):
+    head = _checkout(tmp_path / "repo")
+    assert len(head) == 40 and git_commit(tmp_path / "repo") == head
+    (tmp_path / "bare").mkdir()
+    assert git_commit(tmp_path / "bare") == "unknown"
+
+
+def test_one_run_per_arm_with_curves_and_tags(tmp_path, monkeypatch):
+    head = _checkout(tmp_path / "checkout")
+    monkeypatch.chdir(tmp_path / "checkout")  # runs are tagged with the commit of the working checkout
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     parent = train_arm(tiny_config(), ENV, tmp_path / "parent")
@@ -41,9 +58,9 @@ def test_one_run_per_arm_with_curves_and_tags(tmp_path, monkeypatch):
     assert run.info.run_id == parent.mlflow_run_id and run.info.status == "FINISHED"
     tags = run.data.tags
     assert (tags["study"], tags["size"], tags["lr_multiple"], tags["protocol_hash"]) == ("tiny", "8", "1.0", "abc123")
-    assert tags["git_commit"] == git_commit() and tags["parent_run"] == ""
+    assert tags["git_commit"] == head and tags["parent_run"] == ""
     # MLflow's own source tags (the UI's Source and Version columns) and the interpreter's pip freeze.
-    assert tags["mlflow.source.git.commit"] == git_commit() and tags["mlflow.source.type"] == "LOCAL"
+    assert tags["mlflow.source.git.commit"] == head and tags["mlflow.source.type"] == "LOCAL"
     assert tags["mlflow.source.name"]
     freeze = client.download_artifacts(run.info.run_id, "environment/pip-freeze.txt", str(tmp_path))
     assert any(line.startswith("mlflow==") for line in Path(freeze).read_text().splitlines())
