@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -59,3 +65,63 @@ def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_tokenizer(protocol, base / "tokenizer")
     write_base(protocol, "lm_xs", base / "tokenizer", base / "lm_xs", steps=0)
     return base / "lm_xs"
+
+
+# --- headless Chromium and the MLflow UI (browser tests: `-m browser`, run by CI's slow phase) ---
+ARTIFACTS = REPO / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's chromium for playwright: CI must have it (scripts/system-deps.sh); elsewhere the
+    browser tests skip without it."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install Debian's chromium (scripts/system-deps.sh)")
+        pytest.skip("needs Debian's chromium")
+    return path
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    """``test-artifacts/``: screenshots kept for a reader to look at."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"mlflow server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"{url} not healthy after {timeout}s")
+
+
+@pytest.fixture
+def mlflow_server(store: str, tmp_path: Path):
+    """URL of an MLflow server over the test module's ``store`` fixture (a tracking URI)."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store, "--host", "127.0.0.1",
+         "--port", str(port), "--workers", "1", "--default-artifact-root", str(tmp_path / "artifacts")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=120)

@@ -1,30 +1,18 @@
 """The report and the transcript viewer in headless Chromium (Debian's chromium, driven by playwright)."""
 
-import os
-import shutil
-
 import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.image import imread
+from playwright.sync_api import sync_playwright
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
 
 @pytest.fixture(scope="module")
-def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        sync_playwright = None
-    if sync_playwright is None or CHROMIUM is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI must install chromium (apt) and playwright (pip) for the browser tests")
-        pytest.skip("needs Debian's chromium and the playwright package")
+def browser(chromium):
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        launched = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         yield launched
         launched.close()
 

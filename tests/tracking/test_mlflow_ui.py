@@ -5,20 +5,12 @@ arm's registered model. The screenshot is kept under
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
-import pytest
-
 import json
 
 import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from playwright import sync_api
 
 from negotiation.pipeline import run_track
 from negotiation.study import ResultsLayout
@@ -27,28 +19,6 @@ from negotiation.training import train_arm
 from tests.training.tiny_setup import ENV, tiny_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"mlflow server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"{url} not healthy after {timeout}s")
 
 
 @pytest.fixture()
@@ -67,37 +37,14 @@ def store(tmp_path, monkeypatch):
     return uri
 
 
-@pytest.fixture()
-def server(store, tmp_path):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store, "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1", "--default-artifact-root", str(tmp_path / "artifacts")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-def test_training_run_shows_its_kl_penalty_chart(server, store):
-    sync_api = pytest.importorskip("playwright.sync_api") if not os.environ.get("CI") else __import__(
-        "playwright.sync_api", fromlist=["sync_playwright"])
-    if CHROMIUM is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI must install Debian's chromium (scripts/system-deps.sh)")
-        pytest.skip("needs Debian's chromium")
-    from mlflow.tracking import MlflowClient
-
+def test_training_run_shows_its_kl_penalty_chart(mlflow_server, store, chromium, artifacts):
+    server = mlflow_server
     client = MlflowClient(tracking_uri=store)
     experiment = client.get_experiment_by_name(experiment_name("demo"))
     (run,) = client.search_runs([experiment.experiment_id], "tags.phase = 'training'")
     assert "train/kl_penalty" in run.data.metrics
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         # MLflow 3 opens an experiment on its GenAI overview; training runs are under /runs.
         page.goto(f"{server}/#/experiments/{experiment.experiment_id}/runs")
@@ -106,13 +53,12 @@ def test_training_run_shows_its_kl_penalty_chart(server, store):
         chart_title = page.get_by_text("w8_shared_init (train/kl_penalty)").first
         chart_title.wait_for(timeout=60_000)
         page.wait_for_timeout(2000)  # let the chart draw before the screenshot
-        ARTIFACTS.mkdir(exist_ok=True)
-        shot = ARTIFACTS / "mlflow-ui-kl-penalty.png"
+        shot = artifacts / "mlflow-ui-kl-penalty.png"
         page.screenshot(path=str(shot), full_page=True)
         # The Model Registry: the evaluated arm is a registered model whose version 1 is its seller.
         model = registered_model_name("demo", "ref_boulware")
         page.goto(f"{server}/#/models/{model}")
         page.get_by_text("Version 1").first.wait_for(timeout=60_000)
-        page.screenshot(path=str(ARTIFACTS / "mlflow-ui-registered-model.png"), full_page=True)
+        page.screenshot(path=str(artifacts / "mlflow-ui-registered-model.png"), full_page=True)
         browser.close()
     assert shot.stat().st_size > 10_000

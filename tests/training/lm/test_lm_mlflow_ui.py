@@ -6,18 +6,13 @@ screenshot is kept under ``test-artifacts/``."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
+from mlflow.tracking import MlflowClient
+from playwright import sync_api
 
-pytest.importorskip("transformers")
-
-from negotiation.tracking import experiment_name  # noqa: E402
-from negotiation.training.lm import LmArm, LmRuntime, LmTrainConfig, train_lm_arm  # noqa: E402
-from tests.tracking.test_mlflow_ui import ARTIFACTS, CHROMIUM, _free_port, _wait_healthy  # noqa: E402
-from tests.training.lm.tiny_lm import canned_generator, tiny_protocol, write_tiny_checkpoint  # noqa: E402
+from negotiation.tracking import experiment_name
+from negotiation.training.lm import LmArm, LmRuntime, LmTrainConfig, train_lm_arm
+from tests.training.lm.tiny_lm import canned_generator, tiny_protocol, write_tiny_checkpoint
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 RUN = "tiny_lm_shared_init"
@@ -34,30 +29,8 @@ def store(tmp_path, monkeypatch):
     return uri
 
 
-@pytest.fixture()
-def server(store, tmp_path):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store, "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1", "--default-artifact-root", str(tmp_path / "artifacts")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=120)
-
-
-def test_token_run_shows_kl_and_entropy_curves(server, store):
-    if CHROMIUM is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI must install Debian's chromium (scripts/system-deps.sh)")
-        pytest.skip("needs Debian's chromium")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    from mlflow.tracking import MlflowClient
-
+def test_token_run_shows_kl_and_entropy_curves(mlflow_server, store, chromium, artifacts):
+    server = mlflow_server
     client = MlflowClient(tracking_uri=store)
     experiment = client.get_experiment_by_name(experiment_name("lm"))
     (run,) = client.search_runs([experiment.experiment_id])
@@ -65,11 +38,10 @@ def test_token_run_shows_kl_and_entropy_curves(server, store):
     assert [m.step for m in history] == [1, 2, 3] and all(m.value > 0 for m in history)
     assert run.data.tags["backend"] == "token"
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page(viewport={"width": 1400, "height": 1400})
         page.goto(f"{server}/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}/model-metrics")
-        ARTIFACTS.mkdir(exist_ok=True)
-        shot = ARTIFACTS / "mlflow-ui-token-kl-entropy.png"
+        shot = artifacts / "mlflow-ui-token-kl-entropy.png"
         try:
             search = page.get_by_placeholder("Search metric charts").first
             search.wait_for(timeout=90_000)
