@@ -6,7 +6,7 @@ import asyncio
 import warnings
 
 import pytest
-from car_prefs import SCENARIO
+from tests.agents.car_prefs import SCENARIO
 
 from negotiation.agents import parse_spec
 from negotiation.agents._llm import make_litellm_agent

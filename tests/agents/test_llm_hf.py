@@ -7,7 +7,7 @@ import asyncio
 
 import pandas as pd
 import pytest
-from car_prefs import SCENARIO
+from tests.agents.car_prefs import SCENARIO
 
 from negotiation.agents import parse_spec
 from negotiation.agents._llm_hf import make_hf_agent
@@ -15,8 +15,6 @@ from negotiation.agents._llm_settings import LLMSettings
 from negotiation.agents._llm_sampling import Decoding
 from negotiation.env import EnvConfig, Negotiation
 from negotiation.errors import ConfigError
-
-pytest.importorskip("transformers")
 
 ENV = EnvConfig(max_rounds=4, no_deal_penalty=0.3, g_fmt=0.05, g_len=0.05, t_soft=3, accept_applies_terms=False)
 SETTINGS = LLMSettings(sampling=Decoding(temperature=1.0, top_p=0.95, top_k=64, thinking=False, max_tokens=16),

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from car_prefs import SCENARIO
+from tests.agents.car_prefs import SCENARIO
 
 from negotiation.env import EnvConfig, Negotiation
 from negotiation.env import PROMPT_TEMPLATES, prompt_hash, render_messages

@@ -7,7 +7,7 @@ import email.utils
 import time
 
 import pytest
-from car_prefs import SCENARIO
+from tests.agents.car_prefs import SCENARIO
 
 from negotiation.agents._llm_transport import (
     CallFailure,

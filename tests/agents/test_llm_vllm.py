@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from car_prefs import SCENARIO
+from tests.agents.car_prefs import SCENARIO
 
 from negotiation.agents import parse_spec
 from negotiation.agents._llm_settings import LLMSettings

@@ -10,7 +10,7 @@ import pytest
 from negotiation.agents import action_json, offer_at_target, render_accept, render_counter, term_phrase
 from negotiation.agents._offers import changed_terms, counterpart_levels, term_value
 from negotiation.env import parse_message, score_prefs
-from car_prefs import CAR, SELLER, SELLER_BEST, said
+from tests.agents.car_prefs import CAR, SELLER, SELLER_BEST, said
 
 
 @pytest.mark.parametrize("name,role,phi,expected", [

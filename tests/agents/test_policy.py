@@ -23,7 +23,7 @@ from negotiation.agents._policy_net import (
 )
 from negotiation.env import EnvConfig, Negotiation, make_scenario, parse_message, run_episode
 from negotiation.errors import ConfigError
-from car_prefs import CAR, SCENARIO, said, view
+from tests.agents.car_prefs import CAR, SCENARIO, said, view
 
 ARCH = PolicyArch(width=16)
 CFG = EnvConfig(max_rounds=12, no_deal_penalty=0.3, g_fmt=0.05, g_len=0.05, t_soft=9.0,

@@ -13,7 +13,7 @@ from negotiation.agents._policy_features import (
     view_features,
 )
 from negotiation.env import Domain
-from car_prefs import CAR, said, view
+from tests.agents.car_prefs import CAR, said, view
 
 # Turn 3: I (seller) opened with price 60 and the Sedan; the buyer answered price 20, Sport interior.
 HISTORY = (said(1, "seller", {"price": 60, "model": "Sedan"}),

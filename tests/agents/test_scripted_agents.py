@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from negotiation.agents import make_agent
 from negotiation.env import EnvConfig, load_domain, load_domains, make_scenario, parse_message, run_episode
-from car_prefs import SCENARIO, SELLER_BEST, said, view
+from tests.agents.car_prefs import SCENARIO, SELLER_BEST, said, view
 
 CFG = EnvConfig(max_rounds=12, no_deal_penalty=0.3, g_fmt=0.05, g_len=0.05, t_soft=9.0,
                 accept_applies_terms=False)

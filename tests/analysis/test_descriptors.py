@@ -14,7 +14,7 @@ from negotiation.analysis._descriptors import (
     walk_aways,
 )
 
-from .frames import episode, frame, turn
+from tests.analysis.frames import episode, frame, turn
 
 TERMS = {"car": ["price", "model"], "job": ["salary", "title", "remote"]}
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 from negotiation.analysis import MetricContext, metrics_table, paired_values, score_identity_gap
 from negotiation.analysis._metrics import outcome_summary
 
-from .frames import episode, frame
+from tests.analysis.frames import episode, frame
 
 CONTEXT = MetricContext(no_deal_penalty=0.3, turn_cap=24, converge_turn=16, training_domains=("job",),
                         held_out_domains=("car",), buyer_split=("x", "y"))

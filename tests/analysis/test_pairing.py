@@ -17,7 +17,7 @@ from negotiation.analysis import (
 )
 from negotiation.study import ContrastSpec
 
-from .frames import episode, frame
+from tests.analysis.frames import episode, frame
 
 
 def two_arms():

@@ -5,7 +5,7 @@ import pytest
 from negotiation.analysis._errors import ValidationFailed
 from negotiation.analysis._validate import ValidationSettings, require_valid, validate_episodes, validation_frame
 
-from .frames import episode, frame
+from tests.analysis.frames import episode, frame
 
 SETTINGS = ValidationSettings(arms=("A", "B"), episodes_per_arm=4, max_error_rows=0, no_deal_penalty=0.3,
                               turn_cap=24, pairing_key=("domain", "seed", "buyer"))

@@ -8,7 +8,7 @@ import pytest
 
 from negotiation.cli import dirichlet_alpha_for
 from negotiation.env import load_domain, make_scenario
-from cli_runner import assert_one_line_error, nego, nego_json
+from tests.cli.cli_runner import assert_one_line_error, nego, nego_json
 
 
 def test_help_lists_every_command():

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from negotiation.cli import env_config_for
-from cli_runner import assert_one_line_error, nego, nego_json
+from tests.cli.cli_runner import assert_one_line_error, nego, nego_json
 
 ACCEPTANCE = ("play", "--seller", "scripted:boulware", "--buyer", "scripted:titfortat",
               "--domain", "used_car", "--seed", "5000053")

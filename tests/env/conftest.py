@@ -3,7 +3,7 @@
 import pytest
 
 from negotiation.env import Domain, Scenario
-from toy_env import make_toy, make_toy_domain
+from tests.env.toy_env import make_toy, make_toy_domain
 
 
 @pytest.fixture

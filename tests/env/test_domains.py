@@ -7,7 +7,7 @@ import yaml
 
 from negotiation.env import DOMAINS_DIR, load_domain, load_domain_file, load_domains
 from negotiation.errors import ConfigError
-from toy_env import toy_domain_dict
+from tests.env.toy_env import toy_domain_dict
 
 TRAINING = {"acquisition", "job_offer", "partnership_dissolution", "media_rights"}
 

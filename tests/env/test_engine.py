@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from negotiation.env import Negotiation, arun_episode, run_episode
-from toy_env import Replay, env_config, message
+from tests.env.toy_env import Replay, env_config, message
 
 OPEN = message("COUNTER", "I propose a high price and blue.", price=80, color="Blue")
 

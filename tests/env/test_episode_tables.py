@@ -14,7 +14,7 @@ from negotiation.agents import make_agent
 from negotiation.env import (
     KEY, episodes_to_frames, load_domain, load_domains, make_scenario, run_episode, write_tables,
 )
-from toy_env import Replay, env_config, message
+from tests.env.toy_env import Replay, env_config, message
 
 EPISODE_COLUMNS = (
     "arm domain seed buyer study seller phase outcome deal S seller_u buyer_u seller_u_dist "

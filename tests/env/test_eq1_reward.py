@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from negotiation.env import episode_reward, eq1_reward, frontloaded_step_rewards, run_episode
-from toy_env import Replay, env_config, message
+from tests.env.toy_env import Replay, env_config, message
 
 CFG = env_config()
 

@@ -19,7 +19,7 @@ from negotiation.env import (
     EnvConfig, Negotiation, Reply, arun_episode, episodes_to_frames, parse_message, score_ledger,
 )
 from negotiation.env import _parse
-from toy_env import make_toy, make_toy_domain
+from tests.env.toy_env import make_toy, make_toy_domain
 
 CFG = EnvConfig(max_rounds=2, no_deal_penalty=0.3, g_fmt=0.1, g_len=0.1, t_soft=1.5,
                 accept_applies_terms=False)

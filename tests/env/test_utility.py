@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from negotiation.env import INVALID, canonical_value, feature, score_ledger, score_prefs
-from toy_env import make_toy, make_toy_domain
+from tests.env.toy_env import make_toy, make_toy_domain
 
 TOY = make_toy(make_toy_domain())  # module-level: hypothesis reuses it across examples
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import DEMO, standin
+from tests.evaluation.helpers import DEMO, standin
 
 
 @pytest.fixture

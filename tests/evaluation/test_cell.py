@@ -6,7 +6,7 @@ import asyncio
 import math
 
 import pytest
-from helpers import DEMO, ENV
+from tests.evaluation.helpers import DEMO, ENV
 
 from negotiation.agents import make_agent
 from negotiation.agents._llm_retry import AgentCallError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import typer
-from helpers import standin
+from tests.evaluation.helpers import standin
 from typer.testing import CliRunner
 
 from negotiation.cli._evaluate_cmds import evaluate, serve_standin

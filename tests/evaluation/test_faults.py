@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pandas as pd
-from helpers import DEMO, ENV, FAST_RETRY, settings, standin
+from tests.evaluation.helpers import DEMO, ENV, FAST_RETRY, settings, standin
 
 from negotiation.agents import parse_spec
 from negotiation.agents._llm import make_litellm_agent

@@ -8,7 +8,7 @@ import json
 
 import pandas as pd
 import pytest
-from helpers import DEMO, FAST_RETRY
+from tests.evaluation.helpers import DEMO, FAST_RETRY
 
 from negotiation.errors import ConfigError
 from negotiation.evaluation import RunOptions, StoreFingerprint, adopt_fingerprint, build_cell, evaluate_cell

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import typer
-from helpers import standin
+from tests.evaluation.helpers import standin
 from typer.testing import CliRunner
 
 from negotiation.cli._evaluate_cmds import evaluate

@@ -8,7 +8,7 @@ import json
 
 import pandas as pd
 import pytest
-from helpers import DEMO
+from tests.evaluation.helpers import DEMO
 
 from negotiation.agents import make_agent
 from negotiation.evaluation import CellSpec, GateRule, PilotResult, RunOptions, decide, evaluate_cell

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import DEMO, FAST_RETRY, standin
+from tests.evaluation.helpers import DEMO, FAST_RETRY, standin
 
 from negotiation.evaluation import RunOptions, build_cell, evaluate_cell
 from negotiation.protocol import load_json_model

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import DEMO
+from tests.evaluation.helpers import DEMO
 
 from negotiation.agents._llm import LLMAgent
 from negotiation.agents._llm_retry import RetryPolicy

@@ -7,7 +7,7 @@ import socket
 
 import httpx
 import pytest
-from helpers import ENV, standin
+from tests.evaluation.helpers import ENV, standin
 
 from negotiation.agents import make_agent
 from negotiation.env import Negotiation, load_domain, make_scenario, render_messages

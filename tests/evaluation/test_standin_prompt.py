@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from helpers import ENV
+from tests.evaluation.helpers import ENV
 
 from negotiation.agents import make_agent
 from negotiation.env import Negotiation, load_domains, make_scenario, render_messages

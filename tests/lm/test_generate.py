@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import transformers
 
 from negotiation.lm import BatchGenerator, ContextTooLongError, GenerationRequest, sample_tokens
 
@@ -13,7 +14,6 @@ STOPS = (3, 7)
 
 @pytest.fixture(scope="module")
 def model():
-    transformers = pytest.importorskip("transformers")
     config = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                                       num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=128,
                                       tie_word_embeddings=False)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dvc_checkout import checkout_copy, dvc, stage_env
+from tests.pipeline.dvc_checkout import checkout_copy, dvc, stage_env
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 import yaml
-from dvc_checkout import checkout_copy, dvc
+from tests.pipeline.dvc_checkout import checkout_copy, dvc
 
 pytestmark = pytest.mark.slow
 

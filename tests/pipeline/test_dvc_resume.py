@@ -11,7 +11,7 @@ import time
 
 import pandas as pd
 import pytest
-from dvc_checkout import checkout_copy, dvc, stage_env
+from tests.pipeline.dvc_checkout import checkout_copy, dvc, stage_env
 
 from negotiation.evaluation import Faults, ResultsStore, StandinConfig, StandinServer
 from negotiation.evaluation._store import key_digest

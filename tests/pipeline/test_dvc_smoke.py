@@ -8,8 +8,8 @@ import json
 import pandas as pd
 import pytest
 
-from dvc_checkout import checkout_copy as _checkout_copy
-from dvc_checkout import dvc as _dvc
+from tests.pipeline.dvc_checkout import checkout_copy as _checkout_copy
+from tests.pipeline.dvc_checkout import dvc as _dvc
 
 pytestmark = pytest.mark.slow
 

@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import pytest
 
 from negotiation.pipeline import run_track
 from negotiation.study import ResultsLayout
-
-pytest.importorskip("mlflow")
 
 
 def _arm(layout: ResultsLayout, arm: str, s_values: list[float]) -> None:

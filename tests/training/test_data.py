@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from negotiation.training import ScenarioMaker, TrainItem, training_items, validation_items
-from tiny_setup import tiny_data
+from tests.training.tiny_setup import tiny_data
 
 DATA = tiny_data()
 

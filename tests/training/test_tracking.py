@@ -9,7 +9,7 @@ from mlflow.tracking import MlflowClient
 
 from negotiation.training import DEFAULT_TRACKING_URI, read_training_info, tracking_uri, train_arm
 from negotiation.tracking import flatten, git_commit
-from tiny_setup import ENV, tiny_config
+from tests.training.tiny_setup import ENV, tiny_config
 
 CURVES = ["train/reward", "train/kl_penalty", "train/entropy", "train/lr", "train/grad_norm"]
 

@@ -17,7 +17,7 @@ from negotiation.training import (
     read_training_info,
     train_arm,
 )
-from tiny_setup import ENV, tiny_config
+from tests.training.tiny_setup import ENV, tiny_config
 
 CURVE_KEYS = ["train/reward", "train/kl_penalty", "train/entropy", "train/lr", "train/grad_norm"]
 

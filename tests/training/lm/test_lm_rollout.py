@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+import transformers
 
-transformers = pytest.importorskip("transformers")
-
-from negotiation.env import seller_training_messages  # noqa: E402
-from negotiation.training.lm import play_token_episodes  # noqa: E402
-from negotiation.training.nemo import (  # noqa: E402
+from negotiation.env import seller_training_messages
+from negotiation.training.lm import play_token_episodes
+from negotiation.training.nemo import (
     NegotiationStepLogic, derive_turn_tags, protocol_env_settings, replay, stop_token_ids, template_kwargs,
     training_scenarios,
 )
-from tests.training.lm.tiny_lm import canned_generator, tiny_protocol, write_tiny_checkpoint  # noqa: E402
+from tests.training.lm.tiny_lm import canned_generator, tiny_protocol, write_tiny_checkpoint
 
 
 def test_episode_tokens_equal_the_template_render_and_only_seller_tokens_train(tmp_path):

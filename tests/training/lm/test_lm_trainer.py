@@ -8,12 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-pytest.importorskip("transformers")
-
-from negotiation.registry import list_checkpoint_steps  # noqa: E402
-from negotiation.training import read_training_info  # noqa: E402
-from negotiation.training.lm import LmArm, LmRuntime, LmTrainConfig, train_lm_arm  # noqa: E402
-from tests.training.lm.tiny_lm import canned_generator, tiny_protocol, write_tiny_checkpoint  # noqa: E402
+from negotiation.registry import list_checkpoint_steps
+from negotiation.training import read_training_info
+from negotiation.training.lm import LmArm, LmRuntime, LmTrainConfig, train_lm_arm
+from tests.training.lm.tiny_lm import canned_generator, tiny_protocol, write_tiny_checkpoint
 
 
 @pytest.fixture(scope="module")
