@@ -7,14 +7,15 @@ import pytest
 from negotiation.analysis import paired_values, score_identity_gap
 from negotiation.analysis._analysis import run_analysis, settings_from_protocol
 from negotiation.analysis._metrics import context_from_protocol
-from negotiation.analysis._results import load_context, load_tables
+from negotiation.analysis._results import load_tables
+from negotiation.study import load_study
 
 REAL_ARMS = ("ref_boulware", "ref_conceder")  # the arms the real_results fixture evaluates
 
 
 @pytest.fixture(scope="module")
 def real(real_results):
-    context = load_context("demo")
+    context = load_study("demo")
     episodes, turns = load_tables(real_results, REAL_ARMS)
     assert sorted(episodes) == sorted(REAL_ARMS) and all(len(e) == 144 for e in episodes.values())
     return context, episodes, turns
