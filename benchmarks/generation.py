@@ -6,7 +6,10 @@ template and the checkpoint's chat template, so prompt lengths are those the har
 Every path generates exactly ``--new-tokens`` per prompt (no stop token ends a row early) with
 the protocol's sampling (temperature 1.0, top-p 0.95, top-k 64), and is timed warm:
 
-- ``batched``: ``negotiation.lm.BatchGenerator`` (what ``hf:`` runs), batches of ``--batch``;
+- ``batched``: ``negotiation.lm.BatchGenerator`` (what ``hf:`` runs on the CPU), batches of ``--batch``;
+- ``static``: ``negotiation.lm.StaticBatchGenerator`` (what ``hf:`` and the token trainer run on
+  CUDA: static cache, decode step replayed as a CUDA graph), batches of ``--batch``; its greedy
+  tokens are compared with ``batched``'s on the same prompts (``greedy_agreement``);
 - ``loop``: one ``model.generate`` call per prompt (what a per-turn agent would do), over the
   first ``--loop-prompts`` prompts only, as it is slow;
 - ``vllm``: a real vLLM OpenAI server (``--vllm-python``, the CPU build's environment), all
@@ -93,11 +96,16 @@ def flops(model: Any, prompt_lens: list[int], new_tokens: int) -> float:
     return total
 
 
-def run_batched(model: Any, prompts: list[list[int]], new_tokens: int, batch: int, pad: int) -> float:
-    """Seconds for the batched generator to produce ``new_tokens`` per prompt."""
-    from negotiation.lm import BatchGenerator, GenerationRequest
+def run_batched(model: Any, prompts: list[list[int]], new_tokens: int, batch: int, pad: int,
+                static: bool = False, notes: dict[str, Any] | None = None) -> float:
+    """Seconds for the batched generator (``static``: the fixed-shape one) to produce ``new_tokens``
+    per prompt."""
+    from negotiation.lm import BatchGenerator, GenerationRequest, StaticBatchGenerator
 
-    generator = BatchGenerator(model, pad_token_id=pad, stop_token_ids=(-1,))  # never stops early
+    if static:  # never stops early; what hf: and the token trainer run on CUDA
+        generator: Any = StaticBatchGenerator(model, pad_token_id=pad, stop_token_ids=(-1,), max_batch=batch)
+    else:
+        generator = BatchGenerator(model, pad_token_id=pad, stop_token_ids=(-1,))
     requests = [GenerationRequest(prompt_ids=tuple(p), seed=i, max_new_tokens=new_tokens, **SAMPLING)
                 for i, p in enumerate(prompts)]
     generator.generate(requests[:2])  # warm-up
@@ -105,7 +113,28 @@ def run_batched(model: Any, prompts: list[list[int]], new_tokens: int, batch: in
     for i in range(0, len(requests), batch):
         out = generator.generate(requests[i:i + batch])
         assert all(len(g.token_ids) == new_tokens for g in out)
-    return _synced(start, model)
+    seconds = _synced(start, model)
+    if notes is not None and static:
+        notes["cuda_graph"] = getattr(generator, "_buf", None) is not None and generator._buf.graph is not None
+        notes["graph_error"] = generator.graph_error
+    return seconds
+
+
+def agreement(model: Any, prompts: list[list[int]], new_tokens: int, batch: int, pad: int) -> dict[str, float]:
+    """Greedy tokens of the static generator against the dynamic one on the same prompts: the
+    fraction of rows whose tokens agree to the end, and of tokens before a row's first difference
+    (bf16 rounding of differently shaped passes can flip a near-tie; after that a row diverges)."""
+    from negotiation.lm import BatchGenerator, GenerationRequest, StaticBatchGenerator
+
+    requests = [GenerationRequest(prompt_ids=tuple(p), seed=i, max_new_tokens=new_tokens, temperature=0.0)
+                for i, p in enumerate(prompts[:batch])]
+    a = BatchGenerator(model, pad_token_id=pad, stop_token_ids=(-1,)).generate(requests)
+    b = StaticBatchGenerator(model, pad_token_id=pad, stop_token_ids=(-1,), max_batch=batch).generate(requests)
+    same_rows, prefix = 0, 0
+    for x, y in zip(a, b):
+        same_rows += x.token_ids == y.token_ids
+        prefix += next((k for k, (u, v) in enumerate(zip(x.token_ids, y.token_ids)) if u != v), new_tokens)
+    return {"rows_identical": same_rows / len(a), "tokens_before_first_difference": prefix / (len(a) * new_tokens)}
 
 
 def run_loop(model: Any, prompts: list[list[int]], new_tokens: int, pad: int) -> float:
@@ -198,9 +227,13 @@ def bench_size(name: str, folder: Path, args: argparse.Namespace) -> dict[str, A
     row: dict[str, Any] = {"parameters": sum(p.numel() for p in model.parameters()),
                            "matmul_parameters": matmul_parameters(model), "prompts": len(prompts),
                            "prompt_tokens_mean": sum(lens) / len(lens), "new_tokens": args.new_tokens}
+    notes: dict[str, Any] = {}
     paths = {"batched": (prompts, lambda: run_batched(model, prompts, args.new_tokens, args.batch, pad)),
+             "static": (prompts, lambda: run_batched(model, prompts, args.new_tokens, args.batch, pad, True, notes)),
              "loop": (prompts[:args.loop_prompts], lambda: run_loop(model, prompts[:args.loop_prompts],
                                                                      args.new_tokens, pad))}
+    if args.no_static:
+        del paths["static"]
     for path, (used, timed) in paths.items():
         seconds = timed()
         row[path] = _figures(model, [len(p) for p in used], args, seconds)
@@ -209,8 +242,11 @@ def bench_size(name: str, folder: Path, args: argparse.Namespace) -> dict[str, A
         result = asyncio.run(run_vllm(args.vllm_python, folder, prompts, args.new_tokens, context))
         row["vllm"] = {**_figures(model, lens, args, result["seconds"]), "startup_s": result["startup_s"]}
         print(f"  {name} vllm: {row['vllm']['tokens_per_s']:,.0f} tokens/s", flush=True)
-    row["ratios"] = {f"{a}/{b}": row[a]["tokens_per_s"] / row[b]["tokens_per_s"]
-                     for a, b in (("batched", "loop"), ("vllm", "loop"), ("vllm", "batched")) if a in row and b in row}
+    if "static" in row:
+        row["static"].update(notes)
+        row["static"]["greedy_agreement"] = agreement(model, prompts, args.new_tokens, args.batch, pad)
+    pairs = (("batched", "loop"), ("static", "loop"), ("static", "batched"), ("vllm", "loop"), ("vllm", "batched"))
+    row["ratios"] = {f"{a}/{b}": row[a]["tokens_per_s"] / row[b]["tokens_per_s"] for a, b in pairs if a in row and b in row}
     return row
 
 
@@ -236,6 +272,7 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=96, help="per prompt (the lm recipe's per-turn cap)")
     parser.add_argument("--vllm-python", default="", help="interpreter of the vLLM environment (.venv-vllm/bin/python)")
     parser.add_argument("--no-vllm", action="store_true")
+    parser.add_argument("--no-static", action="store_true", help="skip the fixed-shape (static cache) generator")
     parser.add_argument("--peak-tflops", type=float, default=None, help="for MFU (default: 989 on cuda, none on cpu)")
     parser.add_argument("--out", default="outputs/benchmarks/generation.json")
     args = parser.parse_args()
@@ -263,16 +300,21 @@ def main() -> None:
 
 
 def _print_table(results: dict[str, Any]) -> None:
-    print(f"\n{'size':<10}{'params':>12}{'prompt':>8}{'loop t/s':>11}{'batched t/s':>13}{'vllm t/s':>11}"
-          f"{'batched/loop':>14}{'vllm/batched':>14}{'MFU batched':>13}")
+    print(f"\n{'size':<10}{'params':>12}{'prompt':>8}{'loop t/s':>11}{'batched t/s':>13}{'static t/s':>12}"
+          f"{'vllm t/s':>11}{'batched/loop':>14}{'static/batched':>16}{'vllm/batched':>14}{'MFU batched':>13}"
+          f"{'MFU static':>12}")
     for name, r in results["sizes"].items():
         def tps(path: str) -> str:
             return f"{r[path]['tokens_per_s']:,.0f}" if path in r else "-"
 
         ratio = {k: f"{v:.2f}x" for k, v in r["ratios"].items()}
-        mfu = f"{100 * r['batched']['mfu']:.2f}%" if "mfu" in r["batched"] else "-"
+        def mfu(path: str) -> str:
+            return f"{100 * r[path]['mfu']:.2f}%" if "mfu" in r.get(path, {}) else "-"
+
         print(f"{name:<10}{r['parameters']:>12,}{r['prompt_tokens_mean']:>8.0f}{tps('loop'):>11}{tps('batched'):>13}"
-              f"{tps('vllm'):>11}{ratio.get('batched/loop', '-'):>14}{ratio.get('vllm/batched', '-'):>14}{mfu:>13}")
+              f"{tps('static'):>12}{tps('vllm'):>11}{ratio.get('batched/loop', '-'):>14}"
+              f"{ratio.get('static/batched', '-'):>16}{ratio.get('vllm/batched', '-'):>14}{mfu('batched'):>13}"
+              f"{mfu('static'):>12}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ __all__ = [
     "BOS", "CHAT_TEMPLATE", "DEFAULT_HISTORY", "END_OF_TURN", "EOS", "PAD", "SPECIAL_TOKENS", "START_OF_TURN",
     "THINKING_TEMPLATE_VAR", "TOKENIZER_RECORD", "WARM_START_RECORD",
     "BatchGenerator", "Chat", "ChatTokenizer", "ContextTooLongError", "Generation", "GenerationQueue",
-    "GenerationRequest",
+    "GenerationRequest", "StaticBatchGenerator",
     "TurnTagError", "TurnTags", "build_model", "check_round_trip", "corpus_seeds", "count_parameters",
     "derive_turn_tags", "encode_chat", "gumbel_noise", "ladder_tags", "lm_size", "load_tokenizer", "model_config",
     "sample_tokens", "save_checkpoint", "seller_chats", "template_kwargs", "tokenizer_texts", "train_tokenizer",
@@ -32,7 +32,7 @@ __all__ = [
 
 # Batched generation needs torch: its names load on first use, so importing the package stays light.
 _GENERATION = {"BatchGenerator": "_generate", "ContextTooLongError": "_generate", "Generation": "_generate",
-               "GenerationRequest": "_generate", "GenerationQueue": "_queue", "gumbel_noise": "_sampling",
+               "GenerationRequest": "_generate", "GenerationQueue": "_queue", "StaticBatchGenerator": "_static", "gumbel_noise": "_sampling",
                "sample_tokens": "_sampling", "truncation_mask": "_sampling"}
 
 
