@@ -5,7 +5,8 @@
 
 ``run`` builds the tokenizer and each GPU-profile size's warm-started base (``negotiation.lm``),
 trains the size's trained arms of ``protocol/lm/arms.yaml`` with the token-level trainer under the
-protocol's ``gpu_training`` recipe (bf16 per its optimizer precision, gradient checkpointing),
+protocol's ``gpu_training`` recipe (bf16 weights per its optimizer precision with float32 master
+weights, gradient checkpointing; rollouts by the fixed-shape CUDA-graph generator),
 evaluates every base and trained arm of those sizes with the harness (``hf:<dir>?device=cuda``)
 into ``<results>/evaluate/<arm>/`` and writes ``<results>/gpu_profile.json`` (steps/s, generated
 tokens/s, model FLOP utilisation, peak memory per run). ``--steps`` caps every run's optimizer
@@ -115,7 +116,7 @@ def _throughput(timing, seconds: float, steps: int) -> dict:
             "peak_memory_gb": round(float(timing["peak_memory_gb"].max()), 2) if "peak_memory_gb" in timing else None}
 
 
-def _evaluate(study, arms, results: Path, budget: float | None, device: str) -> dict:
+def _evaluate(study, arms, results: Path, budget: float | None, device: str, concurrency: int) -> dict:
     from negotiation.evaluation import RunOptions, build_cell, evaluate_cell
     from negotiation.study import protocol_hash
     from negotiation.registry import select_checkpoint
@@ -139,14 +140,15 @@ def _evaluate(study, arms, results: Path, budget: float | None, device: str) -> 
         start = time.perf_counter()
         result = asyncio.run(evaluate_cell(cell, results / "evaluate" / name, study.protocol,
                                            protocol_hash=protocol_hash(study.name),
-                                           # One episode at a time: concurrent `generate` calls on one
-                                           # shared model (the hf: agent's worker threads) gave NaN
-                                           # probabilities in a CPU dry run.
-                                           options=RunOptions(concurrency=1, pilot=False),
+                                           # every episode in flight: the hf: seller batches their turns
+                                           options=RunOptions(concurrency=concurrency, pilot=False),
                                            seller_sampling="self_served_seller"))
-        ok = result.episodes[result.episodes["outcome"] != "error"]
+        eps = result.episodes
+        ok = eps[eps["outcome"] != "error"]
         scores[name] = {"checkpoint": str(folder.relative_to(results)), "mean_S": round(float(ok["S"].mean()), 4),
-                        "episodes": int(len(ok)), "seconds": round(time.perf_counter() - start, 1)}
+                        "episodes": int(len(ok)), "error_rows": int(len(eps) - len(ok)),
+                        "deal_rate": round(float(ok["deal"].mean()), 4),
+                        "seconds": round(time.perf_counter() - start, 1)}
         _log(f"evaluate {name}: {scores[name]}")
     return scores
 
@@ -163,7 +165,10 @@ def run(args) -> None:
     results.mkdir(parents=True, exist_ok=True)
     device = args.device
     name = torch.cuda.get_device_name(0) if device != "cpu" else "cpu"
-    record: dict = {"sizes": sizes, "steps_cap": args.steps, "device": name}
+    import transformers
+
+    record: dict = {"sizes": sizes, "steps_cap": args.steps, "device": name, "torch": torch.__version__,
+                    "transformers": transformers.__version__}
     out = results / "gpu_profile.json"
 
     def save() -> None:
@@ -174,7 +179,7 @@ def run(args) -> None:
     arms = _arms_of(study, sizes)
     record["training"], record["evaluation"] = {}, {}
     bases = {n: a for n, a in arms.items() if a.kind == "base"}
-    record["evaluation"].update(_evaluate(study, bases, results, args.budget, device))
+    record["evaluation"].update(_evaluate(study, bases, results, args.budget, device, args.concurrency))
     save()
     # Shared-LR arms first (the primary contrasts), then the 3x arms; each evaluated right after
     # its run so a spent budget leaves whole contrasts behind.
@@ -182,7 +187,7 @@ def run(args) -> None:
                             key=lambda kv: (kv[1].lr_multiple, kv[0])):
         record["training"].update(_train(study, {name: arm}, results, args.steps, args.train_budget, device))
         save()
-        record["evaluation"].update(_evaluate(study, {name: arm}, results, args.budget, device))
+        record["evaluation"].update(_evaluate(study, {name: arm}, results, args.budget, device, args.concurrency))
         record["seconds"] = round(time.perf_counter() - START, 1)
         save()
 
@@ -198,6 +203,8 @@ def main() -> None:
     r.add_argument("--device", default="cuda", help="cuda (the GPU profile) or cpu (a dry run)")
     r.add_argument("--train-budget", type=float, default=None, help="seconds after which no run starts")
     r.add_argument("--budget", type=float, default=None, help="seconds after which no evaluation starts")
+    r.add_argument("--concurrency", type=int, default=36, help="evaluation episodes in flight (their seller "
+                   "turns are generated as one batch)")
     s = sub.add_parser("summary")
     s.add_argument("--results", default="outputs/lm")
     args = p.parse_args()

@@ -3,7 +3,8 @@
 The agent loads the tokenizer and model once (``astart``, or on the first reply), renders each
 turn's prompt with the model's own chat template (thinking as the protocol says), and hands the
 token ids to a ``negotiation.lm.GenerationQueue``: the seller turns of all episodes in flight
-are generated together, one forward pass per decode step with a KV cache, on CPU or CUDA. Each
+are generated together, one forward pass per decode step with a KV cache, on CPU or CUDA (there
+with a static cache and the decode step replayed as a CUDA graph: ``StaticBatchGenerator``). Each
 turn is sampled with the protocol's temperature, top-p, top-k and token cap and its own seed
 (``turn_seed`` of episode, turn and role), and the draws do not depend on which other turns
 share the batch (``docs/lm.md``). transformers and torch are imported on load only.
@@ -69,7 +70,7 @@ class HfAgent:
             try:
                 import transformers
 
-                from negotiation.lm import BatchGenerator, GenerationQueue
+                from negotiation.lm import BatchGenerator, GenerationQueue, StaticBatchGenerator
             except ImportError as exc:
                 raise ConfigError(f"agent spec {self.spec!r}:kind: hf needs transformers and torch "
                                   f"(`pip install -e .[llm]`): {exc}") from exc
@@ -83,7 +84,10 @@ class HfAgent:
             pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
             if self.sampling.thinking is not None and "enable_thinking" not in (tokenizer.chat_template or ""):
                 self.record.not_sent["thinking"] = "the checkpoint's chat template has no enable_thinking switch"
-            generator = BatchGenerator(model, pad_token_id=pad, stop_token_ids=stops)
+            if model.device.type == "cuda":  # fixed-shape decode step replayed as a CUDA graph
+                generator = StaticBatchGenerator(model, pad_token_id=pad, stop_token_ids=stops, max_batch=self.max_batch)
+            else:
+                generator = BatchGenerator(model, pad_token_id=pad, stop_token_ids=stops)
             queue = GenerationQueue(generator, max_batch=self.max_batch, gather_s=self.batch_wait_s)
             queue.batch_sizes = self.batch_sizes
             self._loaded = (tokenizer, generator, queue)

@@ -40,7 +40,9 @@ class LmRuntime(_Strict):
     device: str = "cpu"
     """Torch device of the policy and the reference (``cpu``, ``cuda``, ``cuda:1``)."""
     dtype: Literal["float32", "bfloat16"] = "float32"
-    """Weights, activations and AdamW moments (the paper: bf16 moments and master weights)."""
+    """Weights and activations of the policy and the reference. The optimizer always updates
+    float32 master copies with float32 moments (``MasterAdamW``), as the paper's fused Adam keeps
+    exact float32 masters (bf16 weights plus their 16 remainder bits)."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass (memory for time)."""
     micro_batch_tokens: int = Field(default=16384, gt=0)

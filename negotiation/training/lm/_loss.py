@@ -16,7 +16,7 @@ total generated tokens, so accumulated gradients equal those of the whole batch 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 
@@ -83,10 +83,13 @@ def _forward(model: torch.nn.Module, ids: torch.Tensor, attention: torch.Tensor)
     return model(input_ids=ids, attention_mask=attention, use_cache=False).logits
 
 
-def grpo_token_step(model: torch.nn.Module, reference: torch.nn.Module, optimizer: torch.optim.Optimizer,
+def grpo_token_step(model: torch.nn.Module, reference: torch.nn.Module, optimizer: Any,
                     batch: TokenBatch, *, lr: float, clip_low: float, clip_high: float, kl_coef: float,
                     max_grad_norm: float, token_budget: int, pad_id: int) -> dict[str, float]:
     """One AdamW step on the token-level clipped surrogate plus ``kl_coef`` × k3 KL to ``reference``.
+
+    ``optimizer`` is a torch optimizer over ``model``'s parameters or a ``MasterAdamW`` (float32
+    masters of a bf16 model); gradients are clipped on the model's parameters before its step.
 
     Returns the step's metrics: ``train/loss``, ``train/kl_penalty`` (the raw k3 mean, as NeMo-RL
     logs it), ``train/entropy`` (full-vocabulary entropy at generated positions),

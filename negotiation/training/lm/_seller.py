@@ -38,6 +38,9 @@ class HfSeller:
     """End-of-turn id, then EOS when it differs: a turn ends on either."""
     pad_id: int
     """Id used to pad micro-batches (masked out of attention and loss)."""
+    masters: list[torch.Tensor] | None = None
+    """float32 masters of ``model.parameters()`` (``MasterAdamW.master``): what ``save`` writes, so
+    a checkpoint holds the trained weights exactly and loads in float32, like the warm-started base."""
 
     @property
     def n_params(self) -> int:
@@ -46,7 +49,17 @@ class HfSeller:
     def save(self, folder: Path) -> None:
         """Write the weights, generation config and tokenizer in Hugging Face format."""
         Path(folder).mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(folder)
+        if self.masters is None or next(self.model.parameters()).dtype == torch.float32:
+            self.model.save_pretrained(folder)
+        else:
+            names = [n for n, p in self.model.named_parameters() if p.requires_grad]  # masters' order, tied once
+            state = {name: m.detach() for name, m in zip(names, self.masters)}
+            dtype = self.model.config.dtype
+            self.model.config.dtype = torch.float32  # config.json says what the file holds
+            try:
+                self.model.save_pretrained(folder, state_dict=state)
+            finally:
+                self.model.config.dtype = dtype
         self.tokenizer.save_pretrained(folder)
 
 
@@ -58,18 +71,25 @@ def _transformers() -> Any:
     return transformers
 
 
-def _load_model(folder: Path, cfg: LmTrainConfig, reference: bool) -> Any:
+def _load_model(folder: Path, cfg: LmTrainConfig, reference: bool) -> tuple[Any, list[torch.Tensor] | None]:
+    """The model in the runtime's dtype and device; for the policy also the checkpoint's parameters
+    in float32 (the masters start from the stored values, not from their bf16 rounding)."""
     transformers, rt = _transformers(), cfg.runtime
     if not (Path(folder) / "config.json").is_file():
         raise ConfigError(f"{folder}/config.json: not a Hugging Face checkpoint folder (arm {cfg.arm.arm!r})")
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=_DTYPES[rt.dtype]).to(rt.device)
+    load_dtype = _DTYPES[rt.dtype] if reference else torch.float32
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=load_dtype).to(rt.device)
+    masters = None
     if reference:
         model.requires_grad_(False)
         model.eval()
-    elif rt.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        model.config.use_cache = False
-    return model
+    else:
+        masters = [p.detach().clone() for p in model.parameters() if p.requires_grad]
+        model.to(_DTYPES[rt.dtype])
+        if rt.gradient_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.config.use_cache = False
+    return model, masters
 
 
 def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | None, *,
@@ -81,7 +101,8 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
     tags = derive_turn_tags(tokenizer, template_kwargs(sampling_settings.thinking))
     stops = stop_token_ids(tags, tokenizer.eos_token_id)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
-    seller = HfSeller(_load_model(folder, cfg, reference), tokenizer, stops, int(pad))
+    model, masters = _load_model(folder, cfg, reference)
+    seller = HfSeller(model, tokenizer, stops, int(pad), masters)
     settings = protocol_env_settings(cfg.run_protocol, tags).model_copy(update={"seller_label": f"token:{cfg.arm.arm}"})
     if reference:
         return seller, settings, None
@@ -89,25 +110,36 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
     assert seq is not None
     sampling = Decoding.from_protocol(sampling_settings, max_tokens=seq.new_tokens_per_turn)
     if factory is None:
+        t = cfg.run_protocol.training
         generate = default_generator(seller.model, tokenizer, sampling=sampling, stop_ids=stops,
-                                     prefill_tokens=cfg.runtime.micro_batch_tokens)
+                                     prefill_tokens=cfg.runtime.micro_batch_tokens,
+                                     max_batch=max(t.episodes_per_step, t.validation_scenarios),
+                                     cache_tokens=seq.context_tokens)
     else:
         generate = factory(seller.model, tokenizer, sampling=sampling, stop_ids=stops)
     return seller, settings, generate
 
 
 def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_ids: Sequence[int],
-                      prefill_tokens: int = 16384) -> Generate:
+                      prefill_tokens: int = 16384, max_batch: int = 128, cache_tokens: int | None = None) -> Generate:
     """The batched KV-cache sampler of ``negotiation.lm`` (one forward per decode step), with the
-    protocol's seller sampling; request ``i`` draws from ``seeds[i]``."""
+    protocol's seller sampling; request ``i`` draws from ``seeds[i]``.
+
+    On CUDA it is the fixed-shape ``StaticBatchGenerator`` (static cache of ``max_batch`` rows ×
+    ``cache_tokens`` positions, decode step replayed as a CUDA graph); on the CPU the
+    ``BatchGenerator``, whose shrinking batch does less arithmetic there."""
     try:
-        from negotiation.lm import BatchGenerator, GenerationRequest
+        from negotiation.lm import BatchGenerator, GenerationRequest, StaticBatchGenerator
     except ImportError as exc:
         raise ConfigError(f"negotiation.lm: the batched generator cannot be imported ({exc})") from exc
     if sampling.max_tokens is None:
         raise ConfigError("training.sequences.new_tokens_per_turn: the sampler needs a token cap")
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_ids[0]
-    engine = BatchGenerator(model, pad_token_id=int(pad), stop_token_ids=list(stop_ids), prefill_tokens=prefill_tokens)
+    if next(model.parameters()).device.type == "cuda":
+        engine: Any = StaticBatchGenerator(model, pad_token_id=int(pad), stop_token_ids=list(stop_ids),
+                                           prefill_tokens=prefill_tokens, max_batch=max_batch, cache_tokens=cache_tokens)
+    else:
+        engine = BatchGenerator(model, pad_token_id=int(pad), stop_token_ids=list(stop_ids), prefill_tokens=prefill_tokens)
     temperature = 1.0 if sampling.temperature is None else sampling.temperature
 
     def generate(prompts: Sequence[Sequence[int]], seeds: Sequence[int]) -> list[list[int]]:

@@ -41,6 +41,7 @@ from negotiation.training._run import (
 )
 from negotiation.training.lm._config import LmTrainConfig
 from negotiation.training.lm._loss import TokenBatch, grpo_token_step
+from negotiation.training.lm._precision import MasterAdamW
 from negotiation.training.lm._rollout import Generate, TokenEpisodes, play_token_episodes
 from negotiation.training.lm._seller import GeneratorFactory, HfSeller, load_seller
 from negotiation.training.nemo import (
@@ -58,7 +59,7 @@ class _State:
     ledger: RunLedger
     seller: HfSeller
     reference: torch.nn.Module
-    optimizer: torch.optim.Optimizer
+    optimizer: MasterAdamW
     settings: NemoEnvSettings
     generate: Generate
     timing: list[dict[str, float]] = field(default_factory=list)
@@ -69,8 +70,10 @@ def _start(cfg: LmTrainConfig, ledger: RunLedger, factory: GeneratorFactory | No
     start, reference_dir = (arm.base, arm.base) if arm.parent is None else (arm.parent, ledger.base_dir)
     seller, settings, generate = load_seller(start, cfg, factory)
     reference = load_seller(reference_dir, cfg, None, reference=True)[0].model
-    optimizer = torch.optim.AdamW(seller.model.parameters(), lr=t.learning_rate * arm.lr_multiple,
-                                  betas=t.optimizer.betas, weight_decay=t.optimizer.weight_decay)
+    # float32 master weights whatever the model's dtype: bf16 weights alone round 1e-4 updates away
+    optimizer = MasterAdamW(seller.model.parameters(), lr=t.learning_rate * arm.lr_multiple,
+                            betas=t.optimizer.betas, weight_decay=t.optimizer.weight_decay, start=seller.masters)
+    seller.masters = optimizer.master  # checkpoints hold the float32 masters
     return _State(ledger, seller, reference, optimizer, settings, generate)
 
 
