@@ -115,7 +115,7 @@ def run_batched(model: Any, prompts: list[list[int]], new_tokens: int, batch: in
         assert all(len(g.token_ids) == new_tokens for g in out)
     seconds = _synced(start, model)
     if notes is not None and static:
-        notes["cuda_graph"] = getattr(generator, "_buf", None) is not None and generator._buf.graph is not None
+        notes["cuda_graphs"] = generator.graphs
         notes["graph_error"] = generator.graph_error
     return seconds
 

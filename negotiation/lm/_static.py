@@ -5,11 +5,14 @@ step has new shapes and launches each of the model's small kernels from Python: 
 decode step of the ladder's models costs 60-100 ms whatever their size (``docs/lm.md``), all of it
 launch overhead. ``StaticBatchGenerator`` keeps every shape of the decode step fixed:
 
-- a ``StaticCache`` of ``max_batch`` rows × ``cache_tokens`` positions, allocated once and reused
-  by every call (prompts are prefilled as in ``BatchGenerator`` and their keys and values copied
-  into its first positions);
-- an explicit ``[max_batch, 1, 1, cache_tokens]`` boolean attention mask (prompt padding and the
-  cache positions not yet written are masked out), so the model builds no mask of its own;
+- a ``StaticCache`` of ``max_batch`` rows × ``C`` positions, ``C`` the call's prompt width plus
+  its token cap rounded up to a multiple of ``bucket_tokens`` (at most ``cache_tokens``): one cache
+  and one graph per bucket, allocated on first use and reused by every later call of that bucket
+  (prompts are prefilled as in ``BatchGenerator`` and their keys and values copied into its first
+  positions). Buckets keep the decode step's attention, which reads (and for grouped-query
+  attention with a mask, first expands) every cache position, proportional to the context in use;
+- an explicit ``[max_batch, 1, 1, C]`` boolean attention mask (prompt padding and the cache
+  positions not yet written are masked out), so the model builds no mask of its own;
 - finished rows and the rows a call does not use stay in the batch (their tokens are discarded;
   an unused row attends to position 0 only, so its arithmetic stays finite).
 
@@ -65,14 +68,16 @@ class StaticBatchGenerator(BatchGenerator):
     Args:
         model, pad_token_id, stop_token_ids, prefill_tokens: as ``BatchGenerator``.
         max_batch: rows of the decode step; larger calls run in chunks of this many requests.
-        cache_tokens: positions of the static cache (prompt plus new tokens must fit); default
+        cache_tokens: most positions of a static cache (prompt plus new tokens must fit); default
             the model's context.
+        bucket_tokens: cache lengths are multiples of this (one cache and graph per length used).
         cuda_graph: capture the decode step as a CUDA graph (CUDA only; if the capture fails the
             step runs eagerly and ``graph_error`` says why).
     """
 
     def __init__(self, model: Any, *, pad_token_id: int, stop_token_ids: Sequence[int], prefill_tokens: int = 16384,
-                 max_batch: int = 128, cache_tokens: int | None = None, cuda_graph: bool = True):
+                 max_batch: int = 128, cache_tokens: int | None = None, bucket_tokens: int = 512,
+                 cuda_graph: bool = True):
         super().__init__(model, pad_token_id=pad_token_id, stop_token_ids=stop_token_ids,
                          prefill_tokens=prefill_tokens)
         if max_batch < 1:
@@ -81,10 +86,22 @@ class StaticBatchGenerator(BatchGenerator):
         self.cache_tokens = int(cache_tokens or self.context or 0)
         if self.cache_tokens < 2:
             raise ValueError("cache_tokens: the model config has no max_position_embeddings; give cache_tokens")
+        if bucket_tokens < 1:
+            raise ValueError(f"bucket_tokens={bucket_tokens}: need at least 1")
+        self.bucket_tokens = int(bucket_tokens)
         self.cuda_graph = cuda_graph
         self.graph_error: str | None = None
-        """Why the CUDA-graph capture failed (then the step runs eagerly), or None."""
-        self._buf: _Buffers | None = None
+        """Why a CUDA-graph capture failed (then that bucket's step runs eagerly), or None."""
+        self._buffers_by_length: dict[int, _Buffers] = {}
+
+    @property
+    def graphs(self) -> int:
+        """CUDA graphs captured so far (one per cache length used)."""
+        return sum(b.graph is not None for b in self._buffers_by_length.values())
+
+    def cache_length(self, needed: int) -> int:
+        """The bucket holding ``needed`` positions."""
+        return min(self.cache_tokens, -(-needed // self.bucket_tokens) * self.bucket_tokens)
 
     def check(self, requests: Sequence[GenerationRequest]) -> None:
         super().check(requests)
@@ -110,7 +127,7 @@ class StaticBatchGenerator(BatchGenerator):
         ids, prompt_mask = ids.to(device), prompt_mask.to(device)
         width = ids.shape[1]
         prefilled, logits = self._prefill(ids, prompt_mask)
-        buf = self._buffers()
+        buf = self._buffers(self.cache_length(width + max(r.max_new_tokens for r in requests)))
         self._load_prompts(buf, prefilled, prompt_mask)
         del prefilled
         rows = _RowParams.of(requests, device)
@@ -136,25 +153,27 @@ class StaticBatchGenerator(BatchGenerator):
             step += 1
         return _assemble(requests, _live_trace(rows.index, trace))
 
-    def _buffers(self) -> _Buffers:
-        """The decode step's buffers (allocated, and the graph captured, on first use)."""
-        if self._buf is None:
+    def _buffers(self, length: int) -> _Buffers:
+        """The decode step's buffers for a cache of ``length`` positions (allocated, and the graph
+        captured, on first use)."""
+        if length not in self._buffers_by_length:
             from transformers import StaticCache
 
             c, device, b = self.model.config, self.device, self.max_batch
             dtype = next(self.model.parameters()).dtype
-            cache = StaticCache(config=c, max_cache_len=self.cache_tokens)
+            cache = StaticCache(config=c, max_cache_len=length)
             head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
             cache.early_initialization(batch_size=b, num_heads=c.num_key_value_heads, head_dim=head_dim,
                                        dtype=dtype, device=device)
-            mask = torch.zeros((b, 1, 1, self.cache_tokens), dtype=torch.bool, device=device)
+            mask = torch.zeros((b, 1, 1, length), dtype=torch.bool, device=device)
             mask[:, 0, 0, 0] = True
-            self._buf = _Buffers(cache, torch.full((b, 1), self.pad_token_id, dtype=torch.long, device=device),
-                                 torch.zeros((b, 1), dtype=torch.long, device=device), mask,
-                                 torch.zeros(1, dtype=torch.long, device=device))
+            buf = _Buffers(cache, torch.full((b, 1), self.pad_token_id, dtype=torch.long, device=device),
+                           torch.zeros((b, 1), dtype=torch.long, device=device), mask,
+                           torch.zeros(1, dtype=torch.long, device=device))
             if self.cuda_graph and device.type == "cuda":
-                self._capture(self._buf)
-        return self._buf
+                self._capture(buf)
+            self._buffers_by_length[length] = buf
+        return self._buffers_by_length[length]
 
     def _forward(self, buf: _Buffers) -> torch.Tensor:
         out = self.model(input_ids=buf.ids, attention_mask=buf.mask, position_ids=buf.positions,

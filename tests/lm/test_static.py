@@ -36,7 +36,7 @@ def model(request):
 
 def test_static_generation_equals_the_per_request_loop_across_calls_and_chunks(model):
     generator = StaticBatchGenerator(model, pad_token_id=0, stop_token_ids=STOPS, prefill_tokens=64, max_batch=4,
-                                     cache_tokens=48)
+                                     cache_tokens=48, bucket_tokens=16)  # caches of 32 and 48 positions
     for seed in (0, 1):  # the second call reuses the cache, whose later positions hold the first call's rows
         batch = requests(10, seed=seed)  # 3 chunks of at most 4 rows; the last leaves 2 rows unused
         for request, result in zip(batch, generator.generate(batch)):
@@ -45,6 +45,12 @@ def test_static_generation_equals_the_per_request_loop_across_calls_and_chunks(m
             assert result.finish_reason == ("stop" if expected[-1] in STOPS else "length")
             assert len(result.logprobs) == len(expected)
     assert generator.graph_error is None
+    assert sorted(generator._buffers_by_length) == [32, 48]  # reused across calls and chunks
+
+
+def test_cache_lengths_are_buckets_capped_by_the_context(model):
+    generator = StaticBatchGenerator(model, pad_token_id=0, stop_token_ids=STOPS, cache_tokens=100, bucket_tokens=32)
+    assert [generator.cache_length(n) for n in (1, 32, 33, 96, 97, 100)] == [32, 32, 64, 96, 100, 100]
 
 
 def test_static_logprobs_equal_the_dynamic_generator(model):
