@@ -147,7 +147,9 @@ def walk_aways(
     for key, rows in keyed.sort_values("turn").groupby(list(EPISODE_KEY), sort=True):
         utilities = [seller_utility(key[1], int(key[2]), json.loads(ledger)) for ledger in rows["ledger_after"]]
         flags[key] = not any(b < a - CONCESSION_EPSILON for a, b in zip(utilities, utilities[1:]))
-    index = pd.MultiIndex.from_tuples(list(flags), names=list(EPISODE_KEY)) if flags else None
+    # keyed by name even when every episode is a deal (no flags): callers select by the ``arm`` level
+    index = pd.MultiIndex.from_tuples(list(flags), names=list(EPISODE_KEY)) if flags else \
+        pd.MultiIndex.from_arrays([[]] * len(EPISODE_KEY), names=list(EPISODE_KEY))
     return pd.Series(list(flags.values()), index=index, dtype=bool)
 
 

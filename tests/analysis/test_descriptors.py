@@ -104,3 +104,13 @@ def test_env_seller_utility_matches_the_environment():
     ledger = {term.name: term.range[0]}
     expected = score_ledger(make_scenario(domain, 5000000), "seller", ledger).u_tilde
     assert env_seller_utility(0.3)("used_car", 5000000, ledger) == pytest.approx(expected)
+
+
+def test_walk_aways_of_deals_only_keep_the_named_index():
+    """Every episode a deal: no flag, but callers still select by the ``arm`` level (it raised)."""
+    turns = frame([turn("A", "car", 1, "x", 1, "seller", "a b c", ledger={"price": 50})])
+    flags = walk_aways(turns, frame([episode("A", "car", 1, "x")]), price_utility)
+    assert flags.empty and list(flags.index.names) == ["arm", "domain", "seed", "buyer"]
+    summary = descriptor_summary(episode_descriptors(turns, TERMS), frame([episode("A", "car", 1, "x")]), TERMS,
+                                 ["car"], flags)
+    assert list(summary["arm"]) == ["A"]
