@@ -2,6 +2,7 @@
 
     python scripts/gpu_profile.py run --results outputs/lm [--sizes lm_m lm_l] [--steps N]
     python scripts/gpu_profile.py summary --results outputs/lm
+    python scripts/gpu_profile.py analyze --results outputs/lm     # validate -> analyze -> report
 
 ``run`` builds the tokenizer and each GPU-profile size's warm-started base (``negotiation.lm``),
 trains the size's trained arms of ``protocol/lm/arms.yaml`` with the token-level trainer under the
@@ -9,7 +10,10 @@ protocol's ``gpu_training`` recipe (bf16 weights per its optimizer precision wit
 weights, gradient checkpointing; rollouts by the fixed-shape CUDA-graph generator),
 evaluates every base and trained arm of those sizes with the harness (``hf:<dir>?device=cuda``)
 into ``<results>/evaluate/<arm>/`` and writes ``<results>/gpu_profile.json`` (steps/s, generated
-tokens/s, model FLOP utilisation, peak memory per run). ``--steps`` caps every run's optimizer
+tokens/s, model FLOP utilisation, peak memory per run); the reference arms (scripted sellers) are
+evaluated with the bases, so the folder holds a self-contained part of the study. ``analyze`` runs
+validate, analyze and report over exactly those arms (the DVC stages expect every arm of the study,
+CPU and GPU profiles together). ``--steps`` caps every run's optimizer
 steps below the protocol's (a short profile; recorded in ``gpu_profile.json`` and to be logged as
 a deviation). Back on the CPU machine the DVC pipeline's validate, analyze and report stages
 read those tables like any other arm's. ``summary`` prints ``gpu_profile.json``.
@@ -123,6 +127,7 @@ def _evaluate(study, arms, results: Path, budget: float | None, device: str, con
 
     scores = {}
     for name, arm in sorted(arms.items()):
+        folder: Path | None = None
         if arm.kind == "base":
             folder = results / "init" / arm.size
         elif arm.kind == "trained":
@@ -131,11 +136,10 @@ def _evaluate(study, arms, results: Path, budget: float | None, device: str, con
                 continue
             folder = Path(select_checkpoint(study, name, results / "train" / arm.run, arm=arm,
                                             parent_run_dir=parent).checkpoint)
-        else:
+        if (results / "evaluate" / name / "episodes.parquet").is_file() or _over(budget, f"evaluating {name}"):
             continue
-        if _over(budget, f"evaluating {name}"):
-            break
-        seller = f"hf:{folder.resolve()}?device={device}"
+        # a reference arm (scripted seller) plays its own spec, on the CPU
+        seller = arm.seller if folder is None else f"hf:{folder.resolve()}?device={device}"
         cell = build_cell(study.protocol, arm=name, seller=seller)
         start = time.perf_counter()
         result = asyncio.run(evaluate_cell(cell, results / "evaluate" / name, study.protocol,
@@ -145,7 +149,8 @@ def _evaluate(study, arms, results: Path, budget: float | None, device: str, con
                                            seller_sampling="self_served_seller"))
         eps = result.episodes
         ok = eps[eps["outcome"] != "error"]
-        scores[name] = {"checkpoint": str(folder.relative_to(results)), "mean_S": round(float(ok["S"].mean()), 4),
+        scores[name] = {"checkpoint": str(folder.relative_to(results)) if folder else seller,
+                        "mean_S": round(float(ok["S"].mean()), 4),
                         "episodes": int(len(ok)), "error_rows": int(len(eps) - len(ok)),
                         "deal_rate": round(float(ok["deal"].mean()), 4),
                         "seconds": round(time.perf_counter() - start, 1)}
@@ -179,6 +184,7 @@ def run(args) -> None:
     arms = _arms_of(study, sizes)
     record["training"], record["evaluation"] = {}, {}
     bases = {n: a for n, a in arms.items() if a.kind == "base"}
+    bases.update({n: a for n, a in study.arms.items() if a.kind == "reference"})
     record["evaluation"].update(_evaluate(study, bases, results, args.budget, device, args.concurrency))
     save()
     # Shared-LR arms first (the primary contrasts), then the 3x arms; each evaluated right after
@@ -190,6 +196,79 @@ def run(args) -> None:
         record["evaluation"].update(_evaluate(study, {name: arm}, results, args.budget, device, args.concurrency))
         record["seconds"] = round(time.perf_counter() - START, 1)
         save()
+
+
+def determinism(args) -> None:
+    """Repeat on the GPU what the CPU test checks exactly: the same run (seed, steps) twice from the
+    size's base, then the same generation requests twice; write what repeated bit for bit."""
+    import hashlib
+
+    import pandas as pd
+    import torch
+
+    from negotiation.lm import GenerationRequest, StaticBatchGenerator
+    from negotiation.study import load_study
+    from negotiation.training.lm import LmRuntime, lm_train_config_for, train_lm_arm
+
+    study, results = load_study("lm"), Path(args.results)
+    arm = study.arms[f"{args.size}_shared"]
+    cuda = args.device != "cpu"
+    runtime = LmRuntime(device=args.device, dtype="bfloat16" if cuda else "float32", gradient_checkpointing=cuda,
+                        micro_batch_tokens=65536)
+    out: dict = {"size": args.size, "steps": args.steps, "device": args.device}
+    runs = []
+    for k in (1, 2):
+        cfg = lm_train_config_for(study, arm.run, arm, base=results / "init" / args.size, runtime=runtime)
+        cfg = cfg.model_copy(update={"arm": cfg.arm.model_copy(update={"steps": args.steps})})
+        folder = results / "determinism" / f"repeat{k}"
+        train_lm_arm(cfg, folder, track=False)
+        runs.append(folder)
+    a, b = (pd.read_csv(f / "curves.csv") for f in runs)
+    columns = [c for c in a.columns if c.startswith("train/")]
+    out["curves_identical"] = {c: bool((a[c] == b[c]).all()) for c in columns}
+    out["curves_max_abs_difference"] = {c: float((a[c] - b[c]).abs().max()) for c in columns}
+    digest = [hashlib.sha256((f / f"step_{args.steps}" / "model.safetensors").read_bytes()).hexdigest() for f in runs]
+    out["checkpoints_identical"] = digest[0] == digest[1]
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(results / "init" / args.size, dtype=runtime.dtype).to(args.device).eval()
+    tok = AutoTokenizer.from_pretrained(results / "init" / args.size)
+    prompts = [tok.encode(f"<start_of_turn>user\nOffer {i}<end_of_turn>\n<start_of_turn>model\n") for i in range(64)]
+    requests = [GenerationRequest(prompt_ids=tuple(p), seed=i, max_new_tokens=128, temperature=1.0, top_p=0.95,
+                                  top_k=64) for i, p in enumerate(prompts)]
+    gen = StaticBatchGenerator(model, pad_token_id=tok.pad_token_id or 0, stop_token_ids=[tok.eos_token_id])
+    first, second = gen.generate(requests), gen.generate(requests)
+    out["generation_identical"] = [g.token_ids for g in first] == [g.token_ids for g in second]
+    out["generation_logprobs_identical"] = [g.logprobs for g in first] == [g.logprobs for g in second]
+    (results / "determinism.json").write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(out, indent=2))
+
+
+def profile_arms(study, results: Path) -> list[str]:
+    """The GPU profile's arms that have episode tables under ``results``, plus the reference arms."""
+    from negotiation.pipeline._plan import gpu_profile_arms
+
+    chosen = gpu_profile_arms(study) | {n for n, a in study.arms.items() if a.kind == "reference"}
+    return sorted(n for n in chosen if (results / "evaluate" / n / "episodes.parquet").is_file())
+
+
+def analyze(args) -> None:
+    """validate -> analyze -> report over the GPU profile's tables (``load_context(arms=...)``)."""
+    from negotiation.pipeline import run_analyze, run_report, run_validate
+    from negotiation.study import load_study
+
+    import yaml
+
+    results = Path(args.results)
+    seed = args.seed if args.seed is not None else yaml.safe_load(Path("params.yaml").read_text())["analysis"]["seed"]
+    arms = profile_arms(load_study("lm"), results)
+    print(f"arms: {', '.join(arms)}")
+    report = run_validate("lm", results, arms=arms)
+    print(f"validation: success={report['success']}")
+    summary = run_analyze("lm", results, results / "analyze", seed=seed, arms=arms)
+    print(f"analysis: {json.dumps(summary)}")
+    paths = run_report("lm", results, results / "report", seed=seed, track=False, arms=arms)
+    print(f"report: {paths.get('report.md', paths)}")
 
 
 def main() -> None:
@@ -207,9 +286,21 @@ def main() -> None:
                    "turns are generated as one batch)")
     s = sub.add_parser("summary")
     s.add_argument("--results", default="outputs/lm")
+    a = sub.add_parser("analyze", help="validate, analyze and report the GPU profile's tables (no DVC)")
+    a.add_argument("--results", default="outputs/lm")
+    a.add_argument("--seed", type=int, default=None, help="bootstrap seed (default params.yaml analysis.seed)")
+    d = sub.add_parser("determinism", help="the same short run twice and the same generation twice, on the GPU")
+    d.add_argument("--results", default="outputs/lm")
+    d.add_argument("--size", default="lm_m")
+    d.add_argument("--steps", type=int, default=2)
+    d.add_argument("--device", default="cuda")
     args = p.parse_args()
     if args.command == "run":
         run(args)
+    elif args.command == "analyze":
+        analyze(args)
+    elif args.command == "determinism":
+        determinism(args)
     else:
         print((Path(args.results) / "gpu_profile.json").read_text(encoding="utf-8"))
 

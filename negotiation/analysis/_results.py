@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import pandas as pd
 
@@ -28,6 +29,25 @@ def _signoffs(study: Study) -> dict[str, Any]:
     from negotiation.registry import load_registry
 
     return load_registry(study.name, study.root).signoffs
+
+
+def scoped(study: Study, arms: Iterable[str] | None) -> Study:
+    """``study`` with only ``arms`` planned (``None``: unchanged).
+
+    Validation then expects exactly their tables and the analysis contrasts them alone (the
+    primary family shrinks to the pairs present). A part of a study built apart reads this way,
+    e.g. the ``lm`` study's GPU profile (``scripts/gpu_profile.py analyze``); the DVC stages read
+    every arm.
+    """
+    if arms is None:
+        return study
+    chosen = set(arms)
+    unknown = sorted(chosen - set(study.arms))
+    if unknown or not chosen:
+        raise AnalysisError(f"protocol/{study.name}/arms.yaml", "arms",
+                            f"scope {sorted(chosen)}: {unknown or 'no arm'} not among the study's arms")
+    return replace(study, frozen_arms={k: v for k, v in study.frozen_arms.items() if k in chosen},
+                   added_arms={k: v for k, v in study.added_arms.items() if k in chosen})
 
 
 def load_tables(results_dir: Path, arms, *, turns: bool = True) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:

@@ -15,20 +15,22 @@ from typing import Any
 
 from negotiation.analysis import run_analysis
 from negotiation.analysis._analysis import bootstrap_settings, write_analysis
-from negotiation.analysis._results import load_tables, require_validated, validate_results, viewer_results
+from negotiation.analysis._results import load_tables, require_validated, scoped, validate_results, viewer_results
 from negotiation.study import ResultsLayout, load_study, protocol_hash
 from negotiation.registry import load_registry, run_audit
 from negotiation.tracking import MlflowTracker, experiment_name, git_commit
 
 
-def run_validate(study: str, results_dir: Path) -> dict[str, Any]:
-    """Validate every arm's episode table; the report is written whether or not it passes."""
-    report = validate_results(load_study(study), Path(results_dir).resolve())  # GE wants absolute paths
+def run_validate(study: str, results_dir: Path, *, arms: list[str] | None = None) -> dict[str, Any]:
+    """Validate every arm's episode table (``arms``: those arms only, ``scoped``); the report is
+    written whether or not it passes."""
+    report = validate_results(scoped(load_study(study), arms), Path(results_dir).resolve())  # GE: absolute paths
     return json.loads(report.model_dump_json())
 
 
-def _analysis(study: str, results_dir: Path, seed: int, resamples: int | None) -> tuple[Any, Any, Any]:
-    loaded = load_study(study)
+def _analysis(study: str, results_dir: Path, seed: int, resamples: int | None,
+              arms: list[str] | None = None) -> tuple[Any, Any, Any]:
+    loaded = scoped(load_study(study), arms)
     validation = require_validated(loaded, Path(results_dir))
     episodes, turns = load_tables(Path(results_dir), loaded.arms)
     settings = bootstrap_settings(loaded.protocol, seed=seed, resamples=resamples)
@@ -37,10 +39,10 @@ def _analysis(study: str, results_dir: Path, seed: int, resamples: int | None) -
     return loaded, validation, result
 
 
-def run_analyze(study: str, results_dir: Path, out_dir: Path, *, seed: int, resamples: int | None = None
-                ) -> dict[str, Any]:
+def run_analyze(study: str, results_dir: Path, out_dir: Path, *, seed: int, resamples: int | None = None,
+                arms: list[str] | None = None) -> dict[str, Any]:
     """Metrics, contrasts (Holm on the primary family), frontier columns and guards into ``out_dir``."""
-    _, _, result = _analysis(study, results_dir, seed, resamples)
+    _, _, result = _analysis(study, results_dir, seed, resamples, arms)
     write_analysis(result, Path(out_dir), study)
     primary = [c for c in result.contrasts if c.spec.primary]
     summary = {"contrasts": len(result.contrasts), "primary": len(primary),
@@ -52,11 +54,11 @@ def run_analyze(study: str, results_dir: Path, out_dir: Path, *, seed: int, resa
 
 
 def run_report(study: str, results_dir: Path, out_dir: Path, *, seed: int, resamples: int | None = None,
-               viewer_episodes: int = 2000, track: bool = True) -> dict[str, str]:
+               viewer_episodes: int = 2000, track: bool = True, arms: list[str] | None = None) -> dict[str, str]:
     """The report (HTML, Markdown, figures) and the transcript viewer under ``out_dir``."""
     from negotiation.analysis._report import build_report  # matplotlib: only the report draws
 
-    context, validation, result = _analysis(study, results_dir, seed, resamples)
+    context, validation, result = _analysis(study, results_dir, seed, resamples, arms)
     out = Path(out_dir)
     paths = build_report(result, context, Path(results_dir), out, validation)
     paths["transcripts.html"] = viewer_results(context, Path(results_dir), out / "transcripts.html",
