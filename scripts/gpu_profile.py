@@ -3,6 +3,7 @@
     python scripts/gpu_profile.py run --results outputs/lm [--sizes lm_m lm_l] [--steps N]
     python scripts/gpu_profile.py summary --results outputs/lm
     python scripts/gpu_profile.py analyze --results outputs/lm     # validate -> analyze -> report
+    python scripts/gpu_profile.py track --results outputs/lm       # the returned curves into MLflow
 
 ``run`` builds the tokenizer and each GPU-profile size's warm-started base (``negotiation.lm``),
 trains the size's trained arms of ``protocol/lm/arms.yaml`` with the token-level trainer under the
@@ -244,6 +245,36 @@ def determinism(args) -> None:
     print(json.dumps(out, indent=2))
 
 
+def track(args) -> None:
+    """Log each returned run's curves (``curves.csv``, ``validation.csv``, ``timing.csv``) to MLflow
+    here, one run per training run in the study's experiment, tagged as the trainer tags its own
+    (the GPU machine has no MLflow): the KL and entropy curves then show in the MLflow UI."""
+    import pandas as pd
+
+    from negotiation.study import load_study
+    from negotiation.tracking import MlflowTracker, experiment_name
+
+    study, results = load_study("lm"), Path(args.results)
+    profile = json.loads((results / "gpu_profile.json").read_text(encoding="utf-8"))
+    for run_dir in sorted((results / "train").iterdir()):
+        arm = study.arms.get(run_dir.name)
+        if arm is None or not (run_dir / "curves.csv").is_file():
+            continue
+        tags = {"study": "lm", "arm": arm.run, "size": arm.size, "lr_multiple": arm.lr_multiple, "backend": "token",
+                "phase": "training", "device": profile.get("device", ""), "source_machine": "gpu_profile.py run"}
+        tracker = MlflowTracker(experiment_name("lm"), arm.run, {"gpu_profile": json.dumps(
+            profile.get("training", {}).get(arm.run, {}))}, tags)
+        for name in ("curves.csv", "validation.csv", "timing.csv"):
+            frame = pd.read_csv(run_dir / name)
+            key = "combined_step" if "combined_step" in frame else "step"
+            prefix = "timing/" if name == "timing.csv" else ""
+            for row in frame.to_dict("records"):
+                tracker.log_step(int(row[key]), {f"{prefix}{k}": v for k, v in row.items()
+                                                 if k not in ("step", "combined_step") and pd.notna(v)})
+        tracker.finish()
+        print(f"{arm.run}: MLflow run {tracker.run_id}")
+
+
 def profile_arms(study, results: Path) -> list[str]:
     """The GPU profile's arms that have episode tables under ``results``, plus the reference arms."""
     from negotiation.pipeline._plan import gpu_profile_arms
@@ -294,8 +325,12 @@ def main() -> None:
     d.add_argument("--size", default="lm_m")
     d.add_argument("--steps", type=int, default=2)
     d.add_argument("--device", default="cuda")
+    t = sub.add_parser("track", help="log the returned runs' curves to MLflow (MLFLOW_TRACKING_URI)")
+    t.add_argument("--results", default="outputs/lm")
     args = p.parse_args()
-    if args.command == "run":
+    if args.command == "track":
+        track(args)
+    elif args.command == "run":
         run(args)
     elif args.command == "analyze":
         analyze(args)
