@@ -277,7 +277,7 @@ def track(args) -> None:
 
 def profile_arms(study, results: Path) -> list[str]:
     """The GPU profile's arms that have episode tables under ``results``, plus the reference arms."""
-    from negotiation.pipeline._plan import gpu_profile_arms
+    from negotiation.pipeline import gpu_profile_arms
 
     chosen = gpu_profile_arms(study) | {n for n, a in study.arms.items() if a.kind == "reference"}
     return sorted(n for n in chosen if (results / "evaluate" / n / "episodes.parquet").is_file())
