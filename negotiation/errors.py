@@ -17,11 +17,12 @@ class ConfigError(NegotiationError):
     """A file or argument is malformed; the message names the file, key and value."""
 
 
-def format_validation_error(path: str | Path, exc: ValidationError) -> str:
-    """One ``file:key.path: reason (got value)`` line per pydantic error."""
+def format_validation_error(path: str | Path, exc: ValidationError, section: str = "") -> str:
+    """One ``file:key.path: reason (got value)`` line per pydantic error; ``section`` prefixes
+    the key when the model validated one section of the file."""
     lines = []
     for err in exc.errors():
-        key = ".".join(str(p) for p in err["loc"]) or "<root>"
+        key = ".".join(str(p) for p in (section, *err["loc"]) if p != "") or "<root>"
         value = err.get("input")
         shown = repr(value)
         if len(shown) > 80:

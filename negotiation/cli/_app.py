@@ -1,8 +1,9 @@
 """The ``nego`` typer app and its error boundary.
 
 Command groups live in their own modules and register themselves on ``app`` (see
-``negotiation.cli.__init__``); commands of other packages are registered lazily
-(``lazy_command``: imported when invoked, so ``nego parse`` never imports torch).
+``negotiation.cli.__init__``); the groups over heavier packages are registered lazily
+(``lazy_command``: imported only when invoked, so ``nego parse`` and ``nego --help`` never
+import torch, MLflow or the analysis stack; help lists them by their registered one-line help).
 
 Every failure is one line on stderr, ``error: <file or argument>:<key>: <reason>``, printed as
 plain text (never rich markup, which data could contain), without a traceback: exit 2 for
@@ -44,19 +45,22 @@ EXIT_INPUT = 2
 """Exit status for input that cannot be used: bad JSON, unknown domain or study, bad agent spec."""
 EXIT_FAILED = 1
 """Exit status for a run that failed for another reason."""
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, tuple[str, str]] = {}
+_NO_LIMIT = 1_000
+"""Help lines are listed whole (the formatter wraps them), loaded or lazy alike."""
 
 
-def lazy_command(name: str, target: str) -> None:
+def lazy_command(name: str, target: str, short_help: str) -> None:
     """Register ``module:attribute`` (a typer app or a command function) as ``nego <name>``.
 
-    The module is imported only when the command is invoked (or help lists it).
+    The module is imported only when the command is invoked or its own help is asked for;
+    ``nego --help`` lists it with ``short_help`` (a test checks it is the command's own).
     """
-    _LAZY[name] = target
+    _LAZY[name] = (target, short_help)
 
 
 def _load(name: str) -> click.Command:
-    module_name, attribute = _LAZY[name].split(":")
+    module_name, attribute = _LAZY[name][0].split(":")
     obj = getattr(importlib.import_module(module_name), attribute)
     if isinstance(obj, typer.Typer):
         command = typer.main.get_group(obj)  # a group even with one subcommand, as add_typer mounts it
@@ -83,6 +87,16 @@ class _ReportingGroup(TyperGroup):
         if cmd_name not in self.commands and cmd_name in _LAZY:
             self.add_command(_load(cmd_name), cmd_name)
         return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Lazy commands are listed by their registered help: loading them would import every
+        # heavy package just to print a line each.
+        rows = [(name, command.get_short_help_str(_NO_LIMIT)) for name, command in self.commands.items()
+                if not command.hidden]
+        rows += [(name, short_help) for name, (_, short_help) in _LAZY.items() if name not in self.commands]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         # Also reached through click's test runner, which does not go through ``run``.

@@ -13,6 +13,7 @@ from typing import Literal
 
 from negotiation._root import find_root
 from negotiation.env import EnvConfig
+from negotiation.names import check_name
 
 __all__ = ["PHASES", "Phase", "dirichlet_alpha_for", "env_config_for", "environment_of"]
 
@@ -22,10 +23,15 @@ PHASES: tuple[Phase, Phase] = ("evaluation", "training")
 
 @lru_cache(maxsize=8)
 def _environment(study: str, root: Path):
-    # Imported here: the protocol package is only needed by commands that run episodes.
-    from negotiation.study import load_study
+    # Only the section: `nego scenario`/`score` need α, not the whole study's schema and checks.
+    from negotiation.protocol import load_environment
 
-    return load_study(study, root).protocol.environment
+    path = root / "protocol" / check_name("study", study) / "protocol.yaml"
+    if not path.is_file():
+        from negotiation.study import load_study
+
+        load_study(study, root)  # raises, naming the studies there are
+    return load_environment(path, root=root)
 
 
 def environment_of(study: str, root: Path | None = None):

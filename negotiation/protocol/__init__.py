@@ -4,24 +4,34 @@ A study is ``protocol/<study>/protocol.yaml`` (everything fixed before any arm r
 ``arms.yaml`` (the frozen arm matrix keyed by arm name) and ``lock.yaml`` (their hashes and
 those of the domain schemas they name). This package types those files; ``negotiation.study``
 loads and cross-checks them and owns the lock. See ``docs/protocol.md``.
+
+Names resolve lazily, so a command that reads one section (``load_environment``) does not
+build every model of the schema.
 """
 
-from negotiation.protocol._env import env_config, environment_config
-from negotiation.protocol._files import (
-    StrictModel,
-    display_path,
-    load_json_model,
-    load_yaml,
-    load_yaml_model,
-    parse_yaml,
-)
-from negotiation.protocol._schema import Protocol
-from negotiation.protocol._schema_arms import Arm, ArmMatrix, ArmName, fill_seller
-from negotiation.protocol._schema_env import Environment, NoDealPenalty, SamplingSettings, SeedBlock
-from negotiation.protocol._schema_recipe import Recipe
+from __future__ import annotations
 
-__all__ = [
-    "Arm", "ArmMatrix", "ArmName", "Environment", "NoDealPenalty", "Protocol", "Recipe", "SamplingSettings",
-    "SeedBlock", "StrictModel", "display_path", "env_config", "environment_config", "fill_seller", "load_json_model",
-    "load_yaml", "load_yaml_model", "parse_yaml",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "_env": ("env_config", "environment_config", "load_environment"),
+    "_files": ("StrictModel", "display_path", "load_json_model", "load_yaml", "load_yaml_model", "parse_yaml"),
+    "_schema": ("Protocol",),
+    "_schema_arms": ("Arm", "ArmMatrix", "ArmName", "fill_seller"),
+    "_schema_env": ("Environment", "NoDealPenalty", "SamplingSettings", "SeedBlock"),
+    "_schema_recipe": ("Recipe",),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'negotiation.protocol' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"negotiation.protocol.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -105,12 +105,33 @@ def test_an_unexpected_failure_is_one_line_and_exit_1(capsys, monkeypatch):
     assert_failure(status, err, 1, "RuntimeError: disk on fire [/x]")
 
 
-def test_importing_the_cli_imports_no_heavy_framework():
-    # pandas too: the episode tables import it only when a frame is built (about 0.2 s of start-up)
-    code = ("import sys, negotiation.cli; heavy = [m for m in ('torch', 'mlflow', 'dvc', 'great_expectations', "
-            "'transformers', 'litellm', 'pandas') if m in sys.modules]; print(heavy)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "[]", result.stdout + result.stderr
+HEAVY = ("torch", "mlflow", "dvc", "great_expectations", "transformers", "litellm", "pandas")
+"""pandas too: the episode tables import it only when a frame is built (about 0.2 s of start-up)."""
+LIGHT = [[], ["--help"], ["--version"], ["domains"], ["scenario", "used_car", "1"],
+         ["score", "used_car", "1", "--ledger", '{"price": 1}'], ["parse"]]
+
+
+@pytest.mark.parametrize("args", LIGHT, ids=lambda a: " ".join(a) or "import negotiation.cli")
+def test_light_commands_import_no_heavy_framework(args):
+    code = ("import io, sys, contextlib\nfrom negotiation.cli import run\n"
+            f"with contextlib.redirect_stdout(io.StringIO()):\n    status = run({args!r}) if {bool(args)} else 0\n"
+            f"print(status, [m for m in {HEAVY!r} if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, input="ACCEPT")
+    assert result.stdout.strip() == "0 []", result.stdout + result.stderr
+
+
+def test_help_lists_lazy_commands_by_their_own_help_without_importing_them():
+    import click
+    import typer
+
+    from negotiation.cli._app import _LAZY, _load
+
+    for name, (_, short_help) in _LAZY.items():
+        assert _load(name).get_short_help_str(1_000) == short_help, name
+    group = typer.main.get_command(__import__("negotiation.cli", fromlist=["app"]).app)
+    formatter = click.HelpFormatter(width=200)
+    group.format_commands(click.Context(group), formatter)
+    assert all(f"{name} " in formatter.getvalue() for name in _LAZY)
 
 
 def test_play_against_an_unreachable_endpoint_is_one_line_and_exit_1(capsys, monkeypatch):
