@@ -15,10 +15,22 @@ from negotiation._root import find_root
 from negotiation.env import EnvConfig
 from negotiation.names import check_name
 
-__all__ = ["PHASES", "Phase", "dirichlet_alpha_for", "env_config_for", "environment_of"]
+__all__ = ["PHASES", "Phase", "dirichlet_alpha_for", "env_config_for", "environment_of", "require_study"]
 
 Phase = Literal["evaluation", "training"]
 PHASES: tuple[Phase, Phase] = ("evaluation", "training")
+
+
+def require_study(study: str, root: Path | None = None) -> Path:
+    """``protocol/<study>/protocol.yaml`` of a study that exists; a bad or unknown name is a
+    ``ConfigError`` (exit 2) naming the studies there are, before any command reads further."""
+    root = Path(root or find_root())
+    path = root / "protocol" / check_name("study", study) / "protocol.yaml"
+    if not path.is_file():
+        from negotiation.study import load_study
+
+        load_study(study, root)  # raises, naming the known studies
+    return path
 
 
 @lru_cache(maxsize=8)
@@ -26,12 +38,7 @@ def _environment(study: str, root: Path):
     # Only the section: `nego scenario`/`score` need α, not the whole study's schema and checks.
     from negotiation.protocol import load_environment
 
-    path = root / "protocol" / check_name("study", study) / "protocol.yaml"
-    if not path.is_file():
-        from negotiation.study import load_study
-
-        load_study(study, root)  # raises, naming the studies there are
-    return load_environment(path, root=root)
+    return load_environment(require_study(study, root), root=root)
 
 
 def environment_of(study: str, root: Path | None = None):

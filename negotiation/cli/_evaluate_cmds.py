@@ -13,7 +13,6 @@ from typing import Optional
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from negotiation.agents._llm_retry import RetryPolicy
 from negotiation.errors import ConfigError, NegotiationError, format_validation_error
@@ -22,6 +21,7 @@ from negotiation.evaluation._run import EvaluationResult, RunOptions, evaluate_c
 from negotiation.evaluation._setup import build_cell, parse_buyers, parse_seeds
 from negotiation.evaluation._standin import FAULT_KINDS, Faults, StandinConfig, StandinServer
 from negotiation.names import check_name
+from negotiation.pipeline import StageProgress
 
 _console = Console(stderr=True)
 
@@ -86,12 +86,11 @@ def evaluate(
         options = RunOptions(concurrency=concurrency, retry_errors=retry_errors, pilot=pilot, deviation=deviation,
                              retry=RetryPolicy(max_attempts=max_attempts, timeout_s=timeout, base_delay_s=backoff,
                                                max_delay_s=backoff_max))
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.fields[stats]}"), console=_console, transient=False) as bar:
-            task = bar.add_task(f"evaluate {cell.arm}", total=None, stats="")
+        # A bar on a terminal, else log lines (-v): a refused spec stays the one line on stderr.
+        with StageProgress(f"evaluate {cell.arm}", unit="episodes") as bar:
 
             def on_progress(phase: str, p: CellProgress) -> None:
-                bar.update(task, total=p.total, completed=p.done, stats=_stats(p))
+                bar.update(p.done, p.total, _stats(p))
 
             result = asyncio.run(evaluate_cell(cell, out, protocol, protocol_hash=_protocol_hash(study),
                                                options=options, on_progress=on_progress))
@@ -127,12 +126,8 @@ def serve_standin(
                         hang_s=hang, latency_s=latency, bad_request_rate=bad_request_rate,
                         reject_params=tuple(p for p in reject_params.split(",") if p), seed=seed)
         config = StandinConfig(host=host, port=port, max_turns=2 * protocol.environment.max_rounds, faults=faults)
-    except ValidationError as exc:
-        _console.print(f"error: {format_validation_error('serve-standin', exc)}", highlight=False)
-        raise typer.Exit(2) from None
-    except NegotiationError as exc:
-        _console.print(f"error: {exc}", highlight=False)
-        raise typer.Exit(2) from None
+    except ValidationError as exc:  # one line at the app's boundary, exit 2
+        raise ConfigError(format_validation_error("serve-standin", exc)) from None
     server = StandinServer(config)
 
     async def main() -> None:

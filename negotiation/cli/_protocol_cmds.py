@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from negotiation.cli._app import EXIT_FAILED, EXIT_INPUT
-from negotiation.errors import ConfigError
+from negotiation.cli._app import EXIT_FAILED, one_line
+from negotiation.cli._config import require_study
 from negotiation.study import LockError, default_root, freeze, verify
 
 __all__ = ["exit_with", "protocol_app", "root_option"]
@@ -29,8 +29,9 @@ def root_option() -> Optional[Path]:
 
 
 def exit_with(message: str, code: int) -> typer.Exit:
-    """Print ``message`` (one ``file:key: reason`` per line) to stderr and return the exit to raise."""
-    typer.echo(message, err=True)
+    """Print ``message`` as the one ``error:`` line (several problems joined by ``; ``) to stderr
+    and return the exit to raise."""
+    typer.echo(f"error: {one_line(message)}", err=True)
     return typer.Exit(code)
 
 
@@ -40,10 +41,8 @@ def freeze_command(
     root: Optional[Path] = root_option(),
 ) -> None:
     """Validate the study and write protocol/<study>/lock.yaml with the hash of every frozen file."""
-    try:
-        lock = freeze(study, root or default_root())
-    except ConfigError as exc:
-        raise exit_with(str(exc), EXIT_INPUT) from None
+    require_study(study, root)
+    lock = freeze(study, root or default_root())  # a ConfigError is bad input: one line, exit 2
     typer.echo(f"froze {study}: {len(lock.files)} files, protocol hash {lock.protocol_hash}")
 
 
@@ -53,10 +52,9 @@ def verify_command(
     root: Optional[Path] = root_option(),
 ) -> None:
     """Recompute the hashes of the study's frozen files and compare them with its lock."""
+    require_study(study, root)
     try:
         lock = verify(study, root or default_root())
-    except LockError as exc:
+    except LockError as exc:  # the check ran and found a difference; other ConfigErrors are bad input
         raise exit_with(str(exc), EXIT_FAILED) from None
-    except ConfigError as exc:
-        raise exit_with(str(exc), EXIT_INPUT) from None
     typer.echo(f"{study}: {len(lock.files)} frozen files match the lock; protocol hash {lock.protocol_hash}")

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from negotiation.cli._app import EXIT_FAILED, EXIT_INPUT
+from negotiation.cli._config import require_study
 from negotiation.cli._protocol_cmds import exit_with, root_option
 from negotiation.errors import ConfigError
 from negotiation.names import check_name
@@ -49,6 +50,7 @@ def audit_command(
     ),
     root: Optional[Path] = root_option(),
 ) -> None:
+    require_study(study, root)
     report = run_audit(study, root=root or default_root(), results_dir=results)
     if json_output:
         typer.echo(report.model_dump_json(indent=2))

@@ -20,6 +20,7 @@ from negotiation.agents._llm_vllm import ServeSettings, make_vllm_agent
 from negotiation.protocol import env_config  # re-exported: the harness's entry points use it
 from negotiation.env import EnvConfig
 from negotiation.errors import ConfigError
+from negotiation.names import check_name
 from negotiation.evaluation._cell import AgentFactory, CellSpec
 
 _LLM_FACTORIES = {"litellm": make_litellm_agent, "vllm": make_vllm_agent, "hf": make_hf_agent}
@@ -73,6 +74,8 @@ def parse_buyers(values: list[str]) -> dict[str, str]:
         label, sep, spec = value.partition("=")
         if not sep or ":" in label:
             label, spec = value, value
+        else:  # an explicit label names records and tables: a name, never a path
+            check_name("--buyer", label)
         parse_spec(spec)
         if label in buyers:
             raise ConfigError(f"--buyer:{label}: given twice")

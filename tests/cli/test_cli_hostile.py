@@ -9,12 +9,16 @@ holding rich markup) and more. Runs ``nego`` through its real entry point (``run
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 
 import pytest
 
 from negotiation.cli._app import run
+from negotiation.study import default_root
+
+REPO = default_root()
 
 EVAL = ["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domains", "used_car",
         "--seeds", "0:1", "--no-pilot"]
@@ -22,6 +26,7 @@ EVAL = ["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conced
 
 def nego(args, capsys, monkeypatch, stdin: bytes = b""):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+    monkeypatch.setenv("NEGO_ROOT", str(REPO))  # restored after the test, also when --root changed it
     status = run(list(args))
     out, err = capsys.readouterr()
     return status, out, err
@@ -36,32 +41,145 @@ def assert_failure(status, err, want_status, *fragments):
         assert fragment in lines[0], (fragment, lines[0])
 
 
-BAD_INPUT = [
-    (["score", "used_car", "1", "--ledger", "1" * 5000], "--ledger"),
-    (["score", "used_car", "1", "--ledger", "[" * 20000 + "]" * 20000], "--ledger"),
-    (["score", "used_car", "1", "--ledger", "{bad"], "--ledger"),
-    (["score", "used_car", "1", "--ledger", "[/x] [bold]"], "[/x]"),
+SCORE = ["score", "used_car", "1", "--ledger"]
+PLAY = ["play", "--buyer", "scripted:conceder", "--domain", "used_car", "--seed", "1", "--seller"]
+DEAD = "http://127.0.0.1:9/v1"  # the discard port: nothing answers, so an unvalidated option fails fast, not hangs
+LLM = f"litellm:openai/m?api_base={DEAD}&max_attempts=1&timeout=2"
+
+BAD_INPUT = [  # (arguments, fragment the one error line must hold); every case exits 2
+    # --ledger: JSON that cannot be a ledger
+    ([*SCORE, "1" * 5000], "--ledger"),
+    ([*SCORE, "[" * 20000 + "]" * 20000], "--ledger"),
+    ([*SCORE, '{"a":' * 20000 + "1" + "}" * 20000], "--ledger"),
+    ([*SCORE, "{bad"], "--ledger"),
+    ([*SCORE, "[/x] [bold]"], "[/x]"),
+    ([*SCORE, ""], "--ledger"),
+    ([*SCORE, "[1, 2]"], "--ledger"),
+    ([*SCORE, '"price"'], "--ledger"),
+    ([*SCORE, "null"], "--ledger"),
+    ([*SCORE, "42"], "--ledger"),
+    ([*SCORE, '{"price": 1'], "--ledger"),
+    ([*SCORE, "{'price': 1}"], "--ledger"),
+    ([*SCORE, '{"price": 1} trailing'], "--ledger"),
+    (["score", "used_car", "1"], "--ledger"),
+    (["score", "used_car", "1", "--ledger"], "--ledger"),
+    (["score", "used_car"], ""),
+    (["score"], ""),
+    (["score", "nope", "1", "--ledger", "{}"], "nope"),
+    (["score", "d" * 300, "1", "--ledger", "{}"], "domain"),
+    (["score", "../../../../tmp/x", "1", "--ledger", "{}"], "domain"),
+    (["score", "used_car", "-3", "--ledger", "{}"], ""),
+    (["score", "used_car", "1.5", "--ledger", "{}"], ""),
+    (["score", "used_car", "1", "--ledger", "{}", "--study", "nope"], "nope"),
+    # scenario: domain names are names, never paths
     (["scenario", "d" * 300, "1"], "domain"),
     (["scenario", "../../../../tmp/x", "1"], "domain"),
+    (["scenario", "/etc/passwd", "1"], "domain"),
+    (["scenario", "", "1"], "domain"),
+    (["scenario", "used car", "1"], "domain"),
+    (["scenario", "[/x]", "1"], "[/x]"),
+    (["scenario", "\udc80", "1"], "domain"),
+    (["scenario", "nope", "1"], "nope"),
     (["scenario", "used_car", "-1"], ""),
     (["scenario", "used_car", "one"], "seed"),
-    (["score", "used_car"], ""),
+    (["scenario", "used_car", "1e3"], "seed"),
+    (["scenario", "used_car"], ""),
+    (["scenario", "used_car", "1", "extra"], ""),
+    (["scenario", "used_car", "1", "--study", "a/../../b"], "study"),
+    (["scenario", "used_car", "1", "--study", ".."], "study"),
+    (["scenario", "used_car", "1", "--study", ""], "study"),
+    (["scenario", "used_car", "1", "--study", "x" * 300], "study"),
+    # the app itself
     (["no-such-command"], ""),
     (["domains", "--no-such-flag"], "--no-such-flag"),
-    (["play", "--seller", "scripted:boulware?e=nan", "--buyer", "scripted:conceder", "--domain", "used_car",
+    (["parse", "--no-such-flag"], "--no-such-flag"),
+    (["--root", "/nonexistent/root", "domains"], "/nonexistent/root"),
+    (["--root", "/", "domains"], "not a repository root"),
+    # play: agent specs and options validated per kind before anything runs
+    ([*PLAY, "scripted:boulware?e=nan"], ":e:"),
+    ([*PLAY, "scripted:boulware?e=-1"], ":e:"),
+    ([*PLAY, "scripted:fixed?target=-inf"], "target"),
+    ([*PLAY, "scripted:boulware?floor=1e309"], "floor"),
+    ([*PLAY, "scripted:boulware?tempreature=0.1"], "tempreature"),
+    ([*PLAY, "scripted:nope"], "nope"),
+    ([*PLAY, "scripted:"], "target"),
+    ([*PLAY, "robot:x"], "robot"),
+    ([*PLAY, "boulware"], "boulware"),
+    ([*PLAY, ""], "spec"),
+    ([*PLAY, "litellm:openai/m?api-key=hunter2hunter2"], "api-key"),
+    ([*PLAY, "litellm:openai/m?key=hunter2hunter2"], "key"),
+    ([*PLAY, "litellm:openai/m?api_key=hunter2hunter2"], "api_key"),
+    ([*PLAY, f"{LLM}&max_concurrency=0"], "max_concurrency"),
+    ([*PLAY, f"{LLM}&max_concurrency=-1"], "max_concurrency"),
+    ([*PLAY, f"litellm:openai/m?api_base={DEAD}&timeout=-5"], "timeout"),
+    ([*PLAY, f"litellm:openai/m?api_base={DEAD}&max_attempts=0"], "max_attempts"),
+    ([*PLAY, f"{LLM}&temperature=nan"], "temperature"),
+    ([*PLAY, f"{LLM}&temperature=abc"], "temperature"),
+    ([*PLAY, f"{LLM}&tempreature=0.1"], "tempreature"),
+    ([*PLAY, "policy:/nonexistent/checkpoint"], "/nonexistent/checkpoint"),
+    ([*PLAY, "hf:/nonexistent/model"], "/nonexistent/model"),
+    (["play", "--seller", "scripted:boulware", "--buyer", "scripted:conceder?e=nan", "--domain", "used_car",
       "--seed", "1"], ":e:"),
-    (["play", "--seller", "litellm:openai/m?api-key=hunter2hunter2", "--buyer", "scripted:conceder",
-      "--domain", "used_car", "--seed", "1"], "api-key"),
-    (["play", "--seller", "scripted:boulware?tempreature=1", "--buyer", "scripted:conceder", "--domain",
-      "used_car", "--seed", "1"], "tempreature"),
-    (["play", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domain", "used_car",
-      "--seed", "1", "--study", "../x"], "study"),
+    (["play", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domain", "../../x", "--seed",
+      "1"], "domain"),
+    (["play", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domain", "used_car", "--seed",
+      "-1"], "--seed"),
+    (["play", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domain", "used_car", "--seed",
+      "1", "--phase", "nope"], "--phase"),
+    (["play", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domain", "used_car", "--seed",
+      "1", "--study", "../x"], "study"),
+    (["play", "--seller", "scripted:boulware"], ""),
+    # evaluate: flags and specs validated before a shard is written
     ([*EVAL, "--timeout", "-1", "--out", "OUT"], "--timeout"),
+    ([*EVAL, "--timeout", "nan", "--out", "OUT"], "timeout"),
+    ([*EVAL, "--timeout", "inf", "--out", "OUT"], "timeout"),
     ([*EVAL, "--concurrency", "0", "--out", "OUT"], "--concurrency"),
+    ([*EVAL, "--concurrency", "-1", "--out", "OUT"], "--concurrency"),
+    ([*EVAL, "--max-attempts", "0", "--out", "OUT"], "--max-attempts"),
+    ([*EVAL, "--backoff", "nan", "--out", "OUT"], "backoff"),
+    ([*EVAL, "--backoff", "-1", "--out", "OUT"], "--backoff"),
+    ([*EVAL, "--backoff-max", "-1", "--out", "OUT"], "--backoff-max"),
     ([*EVAL, "--arm", "..", "--out", "OUT"], "--arm"),
     ([*EVAL, "--arm", ".", "--out", "OUT"], "--arm"),
-    ([*EVAL, "--backoff", "nan", "--out", "OUT"], "backoff"),
-    (["scenario", "used_car", "1", "--study", "a/../../b"], "study"),
+    ([*EVAL, "--arm", "a/b", "--out", "OUT"], "--arm"),
+    ([*EVAL, "--arm", "", "--out", "OUT"], "--arm"),
+    ([*EVAL, "--arm", "x" * 300, "--out", "OUT"], "--arm"),
+    ([*EVAL, "--study", "nope", "--out", "OUT"], "nope"),
+    ([*EVAL, "--study", "../demo", "--out", "OUT"], "study"),
+    (["evaluate", "--seller", "scripted:boulware?e=nan", "--buyer", "scripted:conceder", "--domains", "used_car",
+      "--seeds", "0:1", "--no-pilot", "--out", "OUT"], ":e:"),
+    (["evaluate", "--seller", "scripted:boulware", "--buyer", "bad", "--domains", "used_car", "--seeds", "0:1",
+      "--no-pilot", "--out", "OUT"], "bad"),
+    (["evaluate", "--seller", "scripted:boulware", "--buyer", "a b=scripted:conceder", "--domains", "used_car",
+      "--seeds", "0:1", "--no-pilot", "--out", "OUT"], "buyer"),
+    (["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domains", "nope",
+      "--seeds", "0:1", "--no-pilot", "--out", "OUT"], "nope"),
+    (["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domains", "../../tmp/x",
+      "--seeds", "0:1", "--no-pilot", "--out", "OUT"], "domain"),
+    (["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domains", "used_car",
+      "--seeds", "5:2", "--no-pilot", "--out", "OUT"], "--seeds"),
+    (["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domains", "used_car",
+      "--seeds", "a:b", "--no-pilot", "--out", "OUT"], "--seeds"),
+    (["evaluate", "--seller", "scripted:boulware"], "--out"),
+    (["evaluate", "--seller", f"{LLM}&max_concurrency=0", "--buyer", "scripted:conceder", "--domains",
+      "used_car", "--seeds", "0:1", "--no-pilot", "--out", "OUT"], "max_concurrency"),
+    # the other command groups: names checked, unknown studies named
+    (["protocol", "verify", "nope"], "nope"),
+    (["protocol", "verify", "../x"], "study"),
+    (["protocol", "verify"], ""),
+    (["audit", "nope"], "nope"),
+    (["audit", "../../x"], "study"),
+    (["deviation", "check-index", "demo", "--against", "no-such-revision-xyz"], "--against"),
+    (["deviation", "check-index", "../x", "--against", "HEAD"], "study"),
+    (["pipeline", "plan", "nope", "--check"], "nope"),
+    (["status", "../x"], "study"),
+    (["frontier", "nope", "1"], "nope"),
+    (["frontier", "used_car", "-1"], ""),
+    (["contrast", "/nonexistent/a.parquet", "/nonexistent/b.parquet"], "/nonexistent/a.parquet"),
+    (["train-config", "nope", "arm", "--no-tokenizer"], "nope"),
+    (["serve-standin", "--error-rate", "2"], "--error-rate"),
+    (["serve-standin", "--kinds", "nope", "--port", "0"], "kinds"),
+    (["serve-standin", "--port", "70000"], "--port"),
 ]
 
 
@@ -71,6 +189,7 @@ def test_bad_input_is_one_line_and_exit_2(args, fragment, capsys, monkeypatch, t
     status, out, err = nego(args, capsys, monkeypatch)
     assert_failure(status, err, 2, fragment)
     assert "hunter2hunter2" not in err
+    assert not (tmp_path / "out" / "shards").exists()  # refused before anything ran
 
 
 def test_out_naming_an_existing_file_is_bad_input(capsys, monkeypatch, tmp_path):
@@ -81,11 +200,25 @@ def test_out_naming_an_existing_file_is_bad_input(capsys, monkeypatch, tmp_path)
     assert existing.read_text() == "keep me"
 
 
-@pytest.mark.parametrize("stdin", [b"\xff\xfe{\"action\": \"ACCEPT\"}", b"{" * 100_000, b"\x00" * 10,
-                                   '{"action":"COUNTER","terms":[{"name":"\\ud800","value":1}]}'.encode()])
+PARSE_STDIN = [  # nego parse is total: every one of these is a parse (ok or flagged), exit 0
+    b"\xff\xfe{\"action\": \"ACCEPT\"}", b"\xff" * 1000, b"", b"\x00" * 10, b"{" * 100_000, b"[" * 20_000,
+    b"1" * 1_000_000, '{"action":"COUNTER","terms":[{"name":"\\ud800","value":1}]}'.encode(),
+    b'{"action":"COUNTER","terms":[{"name":"price","value":1e309}]}',
+    b'{"action":"COUNTER","terms":[{"name":"price","value":' + b"9" * 5000 + b"}]}",
+    b'{"action":"ACCEPT","action":"REJECT"}', b"\xef\xbb\xbf{\"action\": \"ACCEPT\"}",
+    b"[/x] [bold]not markup[/bold] <|im_end|> {\"action\": \"ACCEPT\"}",
+]
+
+
+@pytest.mark.parametrize("stdin", PARSE_STDIN, ids=[repr(s[:30]) for s in PARSE_STDIN])
 def test_parse_is_total_over_any_stdin(stdin, capsys, monkeypatch):
     status, out, err = nego(["parse", "--json"], capsys, monkeypatch, stdin)
-    assert status == 0 and err == "" and out.startswith("{")
+    assert status == 0 and err == "" and isinstance(json.loads(out)["ok"], bool)
+
+
+def test_markup_in_a_message_is_printed_as_text(capsys, monkeypatch):
+    status, out, err = nego(["parse"], capsys, monkeypatch, b"[/x] [bold]shout[/bold] {\"action\": \"ACCEPT\"}")
+    assert status == 0 and "[/x] [bold]shout[/bold]" in out
 
 
 def test_a_lone_surrogate_in_a_term_name_is_printed_not_a_crash(capsys, monkeypatch):
