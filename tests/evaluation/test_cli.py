@@ -1,17 +1,13 @@
-"""``evaluate`` and ``serve-standin`` as typer commands (mounted here on a small app)."""
+"""``nego evaluate`` and ``nego serve-standin`` through typer's CliRunner on the ``nego`` app."""
 
 from __future__ import annotations
 
 import pandas as pd
-import typer
 from tests.evaluation.helpers import standin
 from typer.testing import CliRunner
 
-from negotiation.cli._evaluate_cmds import evaluate, serve_standin
+from negotiation.cli import app
 
-app = typer.Typer()
-app.command("evaluate")(evaluate)
-app.command("serve-standin")(serve_standin)
 RUN = CliRunner()
 
 

@@ -1,21 +1,16 @@
-"""``nego audit`` and ``nego deviation new`` through typer's CliRunner, on a small app of our own."""
+"""``nego audit`` and ``nego deviation new`` through typer's CliRunner, on the ``nego`` app."""
 
 from __future__ import annotations
 
 import json
 
-import typer
 import yaml
 from typer.testing import CliRunner
 
-from negotiation.cli._app import EXIT_FAILED, EXIT_INPUT
-from negotiation.cli._registry_cmds import audit_command, deviation_app
+from negotiation.cli import EXIT_FAILED, EXIT_INPUT, app
 from negotiation.registry import CHECKS, Deviation, run_audit
 
-app = typer.Typer()
-app.command("audit")(audit_command)
-app.add_typer(deviation_app, name="deviation")
-runner = CliRunner()
+runner = CliRunner()  # on the nego app: its error boundary makes failures one line
 
 NEW = ["deviation", "new", "demo", "--category", "read_point", "--title", "Read w16 3x at step 48"]
 TEXT = ["--what", "read step 48", "--why", "step 56 lost", "--impact", "slightly earlier policy"]
@@ -70,10 +65,10 @@ def test_deviation_new_scaffolds_the_next_valid_entry(root):
 def test_deviation_new_rejects_bad_input_with_exit_2(root):
     bad_category = runner.invoke(app, ["deviation", "new", "demo", "--category", "whim", "--title", "x y", *TEXT,
                                        "--arm", "w16_lr3x", "--root", str(root)])
-    assert bad_category.exit_code == EXIT_INPUT and bad_category.stderr.startswith("--category:'whim': not one of")
+    assert bad_category.exit_code == EXIT_INPUT and bad_category.stderr.startswith("error: --category:'whim': not one of")
     unknown_arm = runner.invoke(app, [*NEW, "--arm", "w99", *TEXT, "--root", str(root)])
     assert unknown_arm.exit_code == EXIT_INPUT
-    assert unknown_arm.stderr.startswith("registry/demo/deviations/0001-read-w16-3x-at-step-48.yaml:arms: unknown arms ['w99']")
+    assert unknown_arm.stderr.startswith("error: registry/demo/deviations/0001-read-w16-3x-at-step-48.yaml:arms: unknown arms ['w99']")
     no_scope = runner.invoke(app, [*NEW, *TEXT, "--root", str(root)])
     assert no_scope.exit_code == EXIT_INPUT and "name the arms or cells covered" in no_scope.stderr
     dangling = runner.invoke(app, [*NEW, "--arm", "w16_lr3x", "--supersedes", "5", *TEXT, "--root", str(root)])
