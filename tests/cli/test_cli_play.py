@@ -73,3 +73,67 @@ def test_a_language_model_seller_writes_the_transcript(tiny_lm):
     seller_turns = [t for t in record["turns"] if t["role"] == "seller"]
     assert seller_turns and all(0 < t["tokens_out"] <= 24 and t["tokens_in"] > 100 for t in seller_turns)
     assert record["seller"].startswith("hf:") and len({t["raw"] for t in seller_turns}) > 1
+
+
+class _ServedSeller:
+    """Stands in for a ``vllm:`` agent: plays like a scripted seller and records its lifecycle."""
+
+    events: list[str] = []
+
+    def __init__(self, spec, role, settings, serve=None, fail_at: int | None = None):
+        from negotiation.agents import make_agent
+
+        self._agent, self._fail_at, self._turns = make_agent("scripted:boulware", role), fail_at, 0
+        self.spec, self.role = spec.text, role
+
+    async def astart(self) -> None:
+        self.events.append("server started")
+
+    async def aclose(self) -> None:
+        self.events.append("server stopped")
+
+    def __getattr__(self, name):
+        method = getattr(self._agent, name)
+        if not callable(method) or name.startswith("_"):
+            return method
+
+        def counted(*args, **kwargs):
+            self._turns += 1
+            self.events.append("turn")
+            if self._fail_at is not None and self._turns >= self._fail_at:
+                raise _call_error(self.spec, self.role)
+            return method(*args, **kwargs)
+
+        return counted
+
+
+def _call_error(spec: str, role: str):
+    from negotiation.agents._llm_retry import AgentCallError, CallFailure
+
+    return AgentCallError(CallFailure("APIConnectionError", "server went away", transient=True),
+                          retries=3, spec=spec, role=role)
+
+
+def test_a_served_seller_runs_the_evaluate_lifecycle_started_and_stopped(monkeypatch):
+    """``nego play --seller vllm:...`` goes through the harness's agent pool: the server is
+    started before the first turn and stopped after the last, also when a call fails for good."""
+    import negotiation.evaluation._setup as setup
+
+    for fail_at, status in ((None, 0), (2, 1)):
+        _ServedSeller.events = []
+        monkeypatch.setattr(setup, "make_vllm_agent",
+                            lambda spec, role, settings, serve=None, f=fail_at: _ServedSeller(spec, role, settings,
+                                                                                              serve, f))
+        result = nego("play", "--seller", "vllm:/models/base", "--buyer", "scripted:titfortat", "--domain",
+                      "used_car", "--seed", "5000053")
+        assert result.exit_code == status, result.stderr
+        events = _ServedSeller.events
+        assert events[0] == "server started" and events[-1] == "server stopped" and "turn" in events
+        assert events.count("server started") == events.count("server stopped") == 1
+        if status:
+            assert_one_line_error_exit_1(result, "server went away")
+
+
+def assert_one_line_error_exit_1(result, fragment: str) -> None:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], result.stderr
