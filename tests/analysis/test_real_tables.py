@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from negotiation.analysis import paired_values, score_identity_gap
-from negotiation.analysis._analysis import run_analysis, settings_from_protocol
+from negotiation.analysis._analysis import bootstrap_settings, run_analysis
 from negotiation.analysis._metrics import context_from_protocol
 from negotiation.analysis._results import load_tables
 from negotiation.study import load_study
@@ -33,7 +33,7 @@ def test_every_episode_splits_its_utilities_into_distributive_and_integrative_pa
 
 def test_score_identity_holds_on_every_panel_of_the_real_metrics(real):
     context, episodes, turns = real
-    settings = settings_from_protocol(context.protocol, seed=0, resamples=200)
+    settings = bootstrap_settings(context.protocol, seed=0, resamples=200)
     result = run_analysis(episodes, context.protocol, context.arms, settings, turns=turns)
     metrics_context = context_from_protocol(context.protocol)
     gaps = [score_identity_gap(row, metrics_context) for _, row in result.metrics.iterrows()]
