@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from negotiation.analysis._bootstrap import BootstrapSettings, cluster_bootstrap
-from negotiation.study import ContrastResult, ContrastSpec, Interval, resolve_read_step
+from negotiation.study import ContrastResult, ContrastSpec, GuardRules, Interval, resolve_guards, resolve_read_step
 from negotiation.analysis._contrast import run_family
 from negotiation.analysis._descriptors import (
     descriptor_summary,
@@ -28,7 +28,7 @@ from negotiation.analysis._efficiency import ScenarioSolution, deal_efficiency, 
 from negotiation.analysis._guards import GuardResult, PostHocThresholds, run_guards, style_dagger
 from negotiation.analysis._metrics import MetricContext, context_from_protocol, metrics_table
 from negotiation.analysis._pairing import add_late_close
-from negotiation.analysis._roles import text_contrasts
+from negotiation.analysis._roles import size_roles, text_contrasts
 
 MC_Z = 1.96
 """Normal quantile of the Monte Carlo band reported beside each endpoint (a 95% band)."""
@@ -159,6 +159,7 @@ def run_analysis(
     signoffs: Mapping[str, Any] | None = None,
     limits: PostHocThresholds | None = None,
     contrasts: Sequence[ContrastSpec] | None = None,
+    rules: GuardRules | None = None,
 ) -> AnalysisResult:
     """Metrics, descriptors, frontier columns, contrasts and guards for the given arms.
 
@@ -169,6 +170,9 @@ def run_analysis(
       settings: bootstrap settings (``bootstrap_settings``).
       turns: arm -> turn table, for descriptors, style and walk-away guards.
       signoffs: arm -> registry ``SignOff``.
+      limits: post-hoc thresholds, overriding ``rules.post_hoc``.
+      rules: guard thresholds (``negotiation.study.resolve_guards``: the frozen protocol's plus the
+        registry's ``guards.yaml``); None resolves the protocol's alone.
     """
     from negotiation.env import load_domain
 
@@ -180,7 +184,12 @@ def run_analysis(
     table = _arm_table(frames, metrics, turns, context, term_names, alpha)
     specs = list(contrasts) if contrasts is not None else default_contrasts(protocol, arms, list(frames), context)
     results = run_family(frames, specs, settings)
-    guards = run_guards(table, arms, protocol.guards, context.turn_cap, signoffs or {}, limits or PostHocThresholds())
+    rules = rules or resolve_guards(protocol, None)
+    roles = size_roles(protocol, arms, list(frames))
+    comparators = {n: roles[arms[n].size].shared_final for n in frames if n in arms and arms[n].kind == "trained"
+                   and arms[n].lr_multiple > 1 and arms[n].size in roles and roles[arms[n].size].shared_final}
+    guards = run_guards(table, arms, rules.prespecified, context.turn_cap, signoffs or {}, limits or rules.post_hoc,
+                        comparators)
     levels = arm_levels(frames, context, settings)
     return AnalysisResult(metrics, table, results, guards, style_dagger(guards), solutions, settings, levels)
 

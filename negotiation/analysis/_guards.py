@@ -11,7 +11,9 @@ import math
 from typing import Any, Callable, Literal, Mapping
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
+
+from negotiation.study import PostHocThresholds
 
 Status = Literal["pass", "fail", "pending", "n/a"]
 
@@ -37,33 +39,6 @@ class GuardResult(BaseModel):
     """The base arm's reading, when the rule compares with it."""
     rule: str
     """The rule in words, with its threshold."""
-
-
-class PostHocThresholds(BaseModel):
-    """Thresholds of the post-hoc guards: this project's choices (docs/analysis.md), not the protocol's."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    version: Literal[1] = 1
-    """Schema version of this record."""
-    walk_away_increase: float = Field(default=0.02, ge=0)
-    """Largest rise in the walk-away rate over base."""
-    json_leak_increase: float = Field(default=0.05, ge=0)
-    """Largest rise in the share of seller turns leaking JSON into prose."""
-    template_tags: int = Field(default=0, ge=0)
-    """Template-tag leaks allowed in buyer-visible text."""
-    placeholder_increase: float = Field(default=0.01, ge=0)
-    """Largest rise in unfilled placeholders per episode."""
-    buyer_split_increase: float = Field(default=0.05, ge=0)
-    """Largest rise of the same-family buyer split over base."""
-    opener_ratio: float = Field(default=1.5, gt=1)
-    """Top three-word opener share may not exceed base times this ..."""
-    opener_increase: float = Field(default=0.05, ge=0)
-    """... and base plus this at once."""
-    role_confusion_ratio: float = Field(default=2.0, gt=1)
-    """Held-out buyer's-voice opener rate may not exceed base times this ..."""
-    role_confusion_increase: float = Field(default=0.25, ge=0)
-    """... and base plus this at once."""
 
 
 def _number(value: Any) -> float | None:
@@ -154,8 +129,24 @@ def post_hoc_guards(arm: str, row: pd.Series, base: pd.Series | None, limits: Po
     return out
 
 
+STYLE_GUARDS = ("opener_concentration", "held_out_role_confusion")
+"""The post-hoc style diagnostics, which the paper also reads against the same-size shared-LR arm."""
+
+
+def style_against(arm: str, row: pd.Series, comparator: str, other: pd.Series, limits: PostHocThresholds
+                  ) -> list[GuardResult]:
+    """The style diagnostics of ``arm`` against ``comparator`` (App. E: the 31B 3× arm's top opener
+    covers 30.3% of seller turns against the 104-step arm's 14.4%, its held-out buyer's-voice openers
+    78.1% against 14.1%); guard names carry the suffix ``_vs_shared``."""
+    rows = [result for result in post_hoc_guards(arm, row, other, limits) if result.guard in STYLE_GUARDS]
+    return [result.model_copy(update={"guard": f"{result.guard}_vs_shared",
+                                      "rule": f"{result.rule.replace('of base', f'of {comparator}')}"})
+            for result in rows]
+
+
 def run_guards(arm_table: pd.DataFrame, arms: Mapping[str, Any], guards, turn_cap: int,
-               signoffs: Mapping[str, Any], limits: PostHocThresholds) -> list[GuardResult]:
+               signoffs: Mapping[str, Any], limits: PostHocThresholds,
+               comparators: Mapping[str, str] | None = None) -> list[GuardResult]:
     """Every guard on every trained arm present in ``arm_table`` (indexed by arm).
 
     Args:
@@ -163,6 +154,8 @@ def run_guards(arm_table: pd.DataFrame, arms: Mapping[str, Any], guards, turn_ca
       arms: arm name -> protocol ``Arm`` (``kind``, ``size``), frozen and added arms.
       guards: ``protocol.guards``.
       signoffs: arm name -> registry ``SignOff``.
+      comparators: trained arm -> the same-size shared-LR arm its style diagnostics are also read
+        against (``_vs_shared`` rows, after every other guard row).
     """
     bases = {arm.size: name for name, arm in arms.items() if arm.kind == "base" and name in arm_table.index}
     results = []
@@ -174,6 +167,9 @@ def run_guards(arm_table: pd.DataFrame, arms: Mapping[str, Any], guards, turn_ca
         row = arm_table.loc[name]
         results += prespecified_guards(name, row, base, guards, turn_cap, signoffs.get(name))
         results += post_hoc_guards(name, row, base, limits)
+    for name, comparator in (comparators or {}).items():
+        if name in arm_table.index and comparator in arm_table.index:
+            results += style_against(name, arm_table.loc[name], comparator, arm_table.loc[comparator], limits)
     return results
 
 

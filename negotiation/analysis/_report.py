@@ -132,7 +132,7 @@ def build_report(result: AnalysisResult, study: Study, results_dir: Path, out_di
     out = Path(out_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     registry = load_registry(study.name, study.root)
-    r = Report(result, study.protocol, study.arms, registry=registry)
+    r = Report(result, study.protocol, study.arms, registry=registry, guards=study_guard_rules(study))
     tables = [builder(r) for builder in BUILDERS]
     tables += [deviation_table(registry), compliance_table(study.name, study.root, Path(results_dir))]
     figures = {name: draw(r) for name, draw in FIGURES.items()}

@@ -17,7 +17,8 @@ from negotiation.analysis._multiple import MARK_STYLE_GUARD
 
 PRESPECIFIED = ("deal_rate", "parse_rate", "turns", "hand_read")
 POST_HOC = ("walk_aways", "json_leakage", "template_tags", "placeholders", "buyer_family_split",
-            "opener_concentration", "held_out_role_confusion")
+            "opener_concentration", "held_out_role_confusion", "opener_concentration_vs_shared",
+            "held_out_role_confusion_vs_shared")
 
 
 @dataclass
@@ -44,8 +45,9 @@ def percent(value: Any) -> str:
 class Report:
     """Lookups shared by the table builders: arms, contrasts by name, readings by arm."""
 
-    def __init__(self, result: AnalysisResult, protocol, arms: dict[str, Any], registry: Any = None) -> None:
-        self.result, self.protocol, self.registry = result, protocol, registry
+    def __init__(self, result: AnalysisResult, protocol, arms: dict[str, Any], registry: Any = None,
+                 guards: Any = None) -> None:
+        self.result, self.protocol, self.registry, self.guards = result, protocol, registry, guards
         present = list(result.arm_table.index)
         self.arms = {name: arms[name] for name in present if name in arms}
         self.contrasts = {c.spec.name: c for c in result.contrasts}
@@ -166,8 +168,10 @@ def table6(r: Report) -> Table:
 
 
 def guard_table(r: Report) -> Table:
-    t = Table("guards", "Guards per trained arm: the four prespecified ones (protocol thresholds) then the post-hoc "
-              "list (this project's thresholds, logged as a deviation). pending = hand-read sign-off not yet given.",
+    t = Table("guards", "Guards per trained arm: the four prespecified ones then the post-hoc list, each against the "
+              "same-size base; the two style diagnostics also against the same-size shared-LR arm of the primary "
+              "family (_vs_shared, as App. E compares the 31B 3× arm with the 104-step arm). Thresholds and their "
+              "sources: the guard-threshold table. pending = hand-read sign-off not yet given.",
               ["Arm", *[f"{g} (pre)" for g in PRESPECIFIED], *[f"{g} (post hoc)" for g in POST_HOC]])
     status = {(g.arm, g.guard): g.status for g in r.result.guards}
     for name in r.trained():
@@ -238,6 +242,7 @@ BUILDERS: tuple[Callable[[Report], Table], ...] = (
     _compute("table1_paper", "_tables_paper"), table1, lambda r: table2(r, False),
     _compute("utility_parts_table", "_tables_paper"), table3, table4, table5, _compute("buyer_table", "_tables_paper"),
     table6, _compute("table7"), _compute("table8"), lambda r: table2(r, True),
-    _compute("text_contrast_table", "_tables_paper"), guard_table, held_out_table, efficiency_table,
+    _compute("text_contrast_table", "_tables_paper"), guard_table, _compute("guard_threshold_table", "_tables_paper"),
+    held_out_table, efficiency_table,
 )
 """Table builders in report order (Tables 7 and 8 have no rows for studies without LLM sizes)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from negotiation.analysis._roles import ladder_pairs, size_roles, table_rate
 from negotiation.analysis._tables import Report, Table, number
 
-__all__ = ["buyer_table", "size_label", "table1_paper", "text_contrast_table", "utility_parts_table"]
+__all__ = ["buyer_table", "guard_threshold_table", "size_label", "table1_paper", "text_contrast_table", "utility_parts_table"]
 
 
 def size_label(r: Report, size: str) -> str:
@@ -126,4 +126,36 @@ def utility_parts_table(r: Report) -> Table:
                        r.cell(f"{name} - {base} [buyer_u_dist]"),
                        r.cell(f"{name} - {base} [seller_u_integ_minus_dist]"),
                        _share(mean["seller_u_dist"], mean["seller_u"]), _share(loss, mean["seller_u"])])
+    return t
+
+
+def guard_threshold_table(r: Report) -> Table:
+    """Every guard's threshold and where it comes from: frozen in the protocol (the source states it)
+    or this project's (``registry/<study>/guards.yaml`` or the schema's defaults)."""
+    t = Table("guard_thresholds", "Guard thresholds and their source. A threshold from registry/<study>/guards.yaml "
+              "or a schema default is this project's addition, not a value of the study's source (the paper gives "
+              "no threshold for any guard).", ["Guard", "Kind", "Threshold", "Source"])
+    rules = r.guards
+    if rules is None:
+        return t
+    g, p = rules.prespecified, rules.post_hoc
+    rows = [
+        ("deal_rate", "prespecified", f"max drop {g.deal_rate.max_drop} while deal-only Ũ rises"),
+        ("parse_rate", "prespecified", f"max rise {g.parse_rate.max_increase}"),
+        ("turns", "prespecified", f"below {g.turns.max_fraction_of_cap} × cap, at most "
+                                  f"+{g.turns.max_increase_over_base} over base"),
+        ("hand_read", "prespecified", f"{g.hand_read.transcripts_per_domain_family} per domain family"
+                                      f"{' (blocking)' if g.hand_read.blocking else ''}"),
+        ("walk_aways", "post hoc", f"+{p.walk_away_increase}"), ("json_leakage", "post hoc", f"+{p.json_leak_increase}"),
+        ("template_tags", "post hoc", f"at most {p.template_tags}"),
+        ("placeholders", "post hoc", f"+{p.placeholder_increase} per episode"),
+        ("buyer_family_split", "post hoc", f"+{p.buyer_split_increase}"),
+        ("opener_concentration", "post hoc", f"not above both {p.opener_ratio}× and +{p.opener_increase}"),
+        ("held_out_role_confusion", "post hoc",
+         f"not above both {p.role_confusion_ratio}× and +{p.role_confusion_increase}"),
+    ]
+    for guard, kind, threshold in rows:
+        source = rules.sources.get(guard, "—")
+        mark = "frozen protocol" if source.startswith("protocol/") else "this project's"
+        t.rows.append([guard, kind, threshold, f"{mark}: {source}"])
     return t

@@ -35,7 +35,7 @@ def _analysis(study: str, results_dir: Path, seed: int, resamples: int | None,
     episodes, turns = load_tables(Path(results_dir), loaded.arms)
     settings = bootstrap_settings(loaded.protocol, seed=seed, resamples=resamples)
     result = run_analysis(episodes, loaded.protocol, loaded.arms, settings, turns=turns or None,
-                          signoffs=load_registry(study, loaded.root).signoffs)
+                          signoffs=load_registry(study, loaded.root).signoffs, rules=study_guard_rules(loaded))
     return loaded, validation, result
 
 

@@ -90,24 +90,25 @@ class Statistics(StrictModel):
 class DealRateGuard(StrictModel):
     """Deal rate must hold while deal-only utility rises (vs the same-size base)."""
 
-    max_drop: float = Field(ge=0)
-    """Largest allowed fall in deal rate, absolute."""
+    max_drop: float | None = Field(default=None, ge=0)
+    """Largest allowed fall in deal rate, absolute (null: the source gives none; the study's
+    ``registry/<study>/guards.yaml`` supplies this project's)."""
 
 
 class ParseRateGuard(StrictModel):
     """The seller's bad-parse fraction must stay flat (vs the same-size base)."""
 
-    max_increase: float = Field(ge=0)
-    """Largest allowed rise in the seller-turn bad-parse fraction, absolute."""
+    max_increase: float | None = Field(default=None, ge=0)
+    """Largest allowed rise in the seller-turn bad-parse fraction, absolute (null: given by the registry)."""
 
 
 class TurnsGuard(StrictModel):
     """Mean turns must not saturate at the cap."""
 
-    max_fraction_of_cap: float = Field(gt=0, le=1)
-    """Mean turns must stay below this fraction of the turn cap (2 T)."""
-    max_increase_over_base: float = Field(ge=0)
-    """Largest allowed rise in mean turns over the same-size base."""
+    max_fraction_of_cap: float | None = Field(default=None, gt=0, le=1)
+    """Mean turns must stay below this fraction of the turn cap (2 T) (null: given by the registry)."""
+    max_increase_over_base: float | None = Field(default=None, ge=0)
+    """Largest allowed rise in mean turns over the same-size base (null: given by the registry)."""
 
 
 class HandReadGuard(StrictModel):
@@ -120,7 +121,8 @@ class HandReadGuard(StrictModel):
 
 
 class Guards(StrictModel):
-    """The four prespecified anti-Goodhart guards; thresholds are this project's reading (docs)."""
+    """The four prespecified anti-Goodhart guards; a threshold the source does not state is null here
+    and given by ``registry/<study>/guards.yaml`` (``negotiation.study.resolve_guards``)."""
 
     deal_rate: DealRateGuard
     """Guard 1."""

@@ -14,6 +14,7 @@ from negotiation.registry._checks_declared import (
     check_seed_blocks,
     check_supersession,
 )
+from negotiation.registry._checks_guards import check_guard_thresholds
 from negotiation.registry._checks_reads import check_continuations, check_read_steps
 from negotiation.registry._checks_episodes import check_contrasts, check_error_rows, check_pairing
 from negotiation.registry._checks_results import check_pilot_gate, check_provenance, check_read_points, check_sampling
@@ -43,6 +44,9 @@ CHECKS: tuple[Check, ...] = (
           check_continuations),
     Check("seed_blocks", "training, evaluation, pilot and held-out extension seed blocks are pairwise disjoint",
           check_seed_blocks),
+    Check("guard_thresholds", "every guard threshold is frozen in the protocol or given, marked as this project's, "
+                              "by registry guards.yaml (never both); post-hoc ones cite an analysis_added deviation",
+          check_guard_thresholds),
     Check("hand_read", "trained arms are signed off by a reader (pending until then); failed sign-offs need a "
                        "gate_override deviation", check_hand_read),
     Check("provenance", "every result record carries the locked protocol hash", check_provenance, needs_results=True),

@@ -18,6 +18,17 @@ from negotiation.study._continuations import (
     load_continuations,
 )
 from negotiation.study._contrasts import ContrastResult, ContrastSpec, Interval
+from negotiation.study._guards import (
+    PRESPECIFIED_THRESHOLDS,
+    GuardRules,
+    GuardThresholds,
+    PostHocThresholds,
+    ProjectPrespecified,
+    guard_rule_problems,
+    load_guard_thresholds,
+    resolve_guards,
+    study_guard_rules,
+)
 from negotiation.study._layout import RESULTS_ROOT, ResultsLayout, default_root, registry_dir, results_dir, study_dir
 from negotiation.study._lock import Lock, LockError, checked_lock, freeze, lock_problems, protocol_hash, verify
 from negotiation.study._records import (
@@ -32,6 +43,8 @@ from negotiation.study._records import (
 from negotiation.study._study import Study, arm_problems, load_study, resolve_read_step
 
 __all__ = [
+    "PRESPECIFIED_THRESHOLDS", "GuardRules", "GuardThresholds", "PostHocThresholds", "ProjectPrespecified",
+    "guard_rule_problems", "load_guard_thresholds", "resolve_guards", "study_guard_rules",
     "RESULTS_ROOT", "AddedArm", "AddedArms", "Branch", "ContinuationEntry", "Continuations", "ContrastResult",
     "ContrastSpec", "Interval", "Lock", "LockError", "PilotCell", "PilotRecord", "ResultsLayout", "SamplingRecord",
     "SamplingUse", "SelectionRecord", "Study", "added_arms_path", "arm_problems", "checked_lock",

@@ -66,3 +66,21 @@ def test_blocking_hand_read_fails_and_missing_base_is_not_applicable():
     good = statuses(results, "w1_good")
     assert good["hand_read"] == "fail"
     assert good["deal_rate"] == "n/a" and good["template_tags"] == "pass"
+
+
+def test_style_diagnostics_are_also_read_against_the_same_size_shared_arm():
+    # App. E: the 31B 3x arm's top opener covers 30.3% of seller turns against the 104-step arm's 14.4%,
+    # its held-out buyer's-voice openers 78.1% against 14.1%; it passes the four prespecified guards.
+    base = {**BASE, "deal_rate": 1.0, "deal_u": 0.542, "mean_turns": 10.3, "top_opener_share": 0.25,
+            "buyer_voice_held_out": 0.273}
+    shared = {**base, "deal_u": 0.620, "mean_turns": 10.7, "top_opener_share": 0.144, "buyer_voice_held_out": 0.141}
+    high = {**base, "deal_u": 0.623, "mean_turns": 7.3, "top_opener_share": 0.303, "buyer_voice_held_out": 0.781}
+    frame = pd.DataFrame({"b": base, "s": shared, "h": high}).T
+    arms = {"b": SimpleNamespace(kind="base", size="31b"), "s": SimpleNamespace(kind="trained", size="31b"),
+            "h": SimpleNamespace(kind="trained", size="31b")}
+    results = run_guards(frame, arms, GUARDS, 24, {}, PostHocThresholds(), comparators={"h": "s"})
+    vs_shared = {r.guard: (r.status, r.value, r.base) for r in results if r.guard.endswith("_vs_shared")}
+    assert vs_shared == {"opener_concentration_vs_shared": ("fail", 0.303, 0.144),
+                         "held_out_role_confusion_vs_shared": ("fail", 0.781, 0.141)}
+    assert [r.guard for r in results][-2:] == list(vs_shared)  # after every other row
+    assert "h" in style_dagger(results)
