@@ -29,6 +29,8 @@ from negotiation.analysis._guards import GuardResult, PostHocThresholds, run_gua
 from negotiation.analysis._metrics import MetricContext, context_from_protocol, metrics_table
 from negotiation.analysis._pairing import add_late_close
 from negotiation.analysis._roles import size_roles, text_contrasts
+from negotiation.analysis._strategy import strategy_summary
+from negotiation.analysis._costs import frontier_costs
 
 MC_Z = 1.96
 """Normal quantile of the Monte Carlo band reported beside each endpoint (a 95% band)."""
@@ -114,6 +116,11 @@ class AnalysisResult:
     """Bootstrap settings the contrasts used."""
     levels: dict[str, Interval] = field(default_factory=dict)
     """Arm-level seed-cluster intervals of S: keys ``<arm>`` and ``<arm> [held out]``."""
+    costs: pd.DataFrame | None = None
+    """Per (reference seller, buyer) cell: tokens and dollars (``frontier_costs``); Table 7's reference point."""
+    strategy: pd.DataFrame | None = None
+    """Per arm: the opening offer's value and closing turns that name the concession (``strategy_summary``;
+    needs turn tables). Shown in the report, not written under ``analyze/``."""
 
 
 def _with_efficiency(frames: Mapping[str, pd.DataFrame], context: MetricContext, alpha: float
@@ -160,6 +167,7 @@ def run_analysis(
     limits: PostHocThresholds | None = None,
     contrasts: Sequence[ContrastSpec] | None = None,
     rules: GuardRules | None = None,
+    prices: Any = None,
 ) -> AnalysisResult:
     """Metrics, descriptors, frontier columns, contrasts and guards for the given arms.
 
@@ -171,6 +179,7 @@ def run_analysis(
       turns: arm -> turn table, for descriptors, style and walk-away guards.
       signoffs: arm -> registry ``SignOff``.
       limits: post-hoc thresholds, overriding ``rules.post_hoc``.
+      prices: ``negotiation.study.TokenPrices`` for the frontier cost per episode (None: tokens only).
       rules: guard thresholds (``negotiation.study.resolve_guards``: the frozen protocol's plus the
         registry's ``guards.yaml``); None resolves the protocol's alone.
     """
@@ -191,7 +200,14 @@ def run_analysis(
     guards = run_guards(table, arms, rules.prespecified, context.turn_cap, signoffs or {}, limits or rules.post_hoc,
                         comparators)
     levels = arm_levels(frames, context, settings)
-    return AnalysisResult(metrics, table, results, guards, style_dagger(guards), solutions, settings, levels)
+    strategy = None
+    if turns:
+        strategy = strategy_summary(pd.concat(list(turns.values()), ignore_index=True),
+                                    pd.concat(list(frames.values()), ignore_index=True), term_names,
+                                    env_seller_utility(alpha))
+    costs = frontier_costs(frames, arms, protocol, prices)
+    return AnalysisResult(metrics, table, results, guards, style_dagger(guards), solutions, settings, levels,
+                          costs, strategy)
 
 
 def arm_levels(frames: Mapping[str, pd.DataFrame], context: MetricContext, settings: BootstrapSettings

@@ -23,10 +23,19 @@ def _legend(axes) -> None:
 
 
 def _families(r: Report) -> dict[str, list[str]]:
-    """Trained arms grouped by learning-rate multiple and read step, e.g. '3× LR @ 56'."""
-    groups: dict[str, list[str]] = {}
-    for name in r.trained():
-        groups.setdefault(f"{r.arms[name].lr_multiple:g}× LR @ {r.step(name)}", []).append(name)
+    """Figure 2's families (``size_roles``): the shared-LR arm of the primary family and Table 1's
+    higher-rate arm per size, labelled with the steps actually read, e.g. 'shared LR, 104 steps' and
+    '3× LR, step 56'; intermediate reads and other rates are in Tables 4 and 5, as in the paper."""
+    from negotiation.analysis._roles import size_roles, table_rate
+
+    roles = size_roles(r.protocol, r.arms, list(r.arms))
+    shared = [x.shared_final for x in roles.values() if x.shared_final]
+    rate = table_rate(roles)
+    high = [x.by_rate[rate] for x in roles.values()] if rate is not None else []
+    steps = lambda names: "/".join(sorted({r.step(n) for n in names}, key=int))  # noqa: E731
+    groups = {f"shared LR, {steps(shared)} steps": shared} if shared else {}
+    if high:
+        groups[f"{rate:g}× LR, step {steps(high)}"] = high
     return groups
 
 

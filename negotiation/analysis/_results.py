@@ -21,7 +21,7 @@ import pandas as pd
 from negotiation.analysis._analysis import AnalysisResult, run_analysis, bootstrap_settings, write_analysis
 from negotiation.analysis._errors import AnalysisError
 from negotiation.analysis._validate import ValidationReport, require_valid, validate_episodes, validation_settings
-from negotiation.study import ResultsLayout, Study, study_guard_rules
+from negotiation.study import ResultsLayout, Study, load_token_prices, study_guard_rules
 
 
 def _signoffs(study: Study) -> dict[str, Any]:
@@ -103,7 +103,8 @@ def analyze_results(study: Study, results_dir: Path, *, seed: int, resamples: in
     episodes, turns = load_tables(results_dir, study.arms)
     settings = bootstrap_settings(study.protocol, seed=seed, resamples=resamples)
     result = run_analysis(episodes, study.protocol, study.arms, settings, turns=turns or None,
-                          signoffs=_signoffs(study), rules=study_guard_rules(study))
+                          signoffs=_signoffs(study), rules=study_guard_rules(study),
+                          prices=load_token_prices(study.name, study.root))
     write_analysis(result, ResultsLayout(Path(results_dir)).analyze, study.name)
     return result
 

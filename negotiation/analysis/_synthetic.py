@@ -49,7 +49,7 @@ def _deal_utilities(mapped, pull: float, rng: np.random.Generator) -> tuple[floa
 
 
 def _turns(arm: str, domain, seed: int, buyer: str, n_turns: int, profile: Mapping[str, float],
-           rng: np.random.Generator) -> list[dict[str, Any]]:
+           rng: np.random.Generator, deal: bool = False) -> list[dict[str, Any]]:
     price = next(t for t in domain.terms if t.is_continuous)
     lo, hi = price.range
     rows = []
@@ -61,7 +61,8 @@ def _turns(arm: str, domain, seed: int, buyer: str, n_turns: int, profile: Mappi
         rows.append({
             "arm": arm, "domain": domain.name, "seed": seed, "buyer": buyer, "turn": turn, "role": role,
             "raw": f"{words} offer today. We can do {value:.1f}.", "prose": f"{words} offer today. We can do {value:.1f}.",
-            "ok": bool(rng.random() > profile["bad_parse"]), "action": "COUNTER",
+            "ok": bool(rng.random() > profile["bad_parse"]),
+            "action": "ACCEPT" if deal and turn == n_turns else "COUNTER",
             "terms": json.dumps(named + [[price.name, round(value, 3)]]), "error": "",
             "ledger_after": json.dumps({price.name: round(value, 3)}),
             "flag_json_leak": bool(role == "seller" and rng.random() < profile["leak"]),
@@ -95,7 +96,8 @@ def synthetic_tables(protocol, arms: Sequence[str], seed: int, *, with_turns: bo
                 deal = bool(rng.random() < profile["deal"])
                 n_turns = int(np.clip(rng.poisson(profile["turns"]), 2, cap)) if deal else cap
                 s_u, b_u, s_d, b_d = _deal_utilities(mapped, profile["pull"], rng) if deal else (np.nan,) * 4
-                episode_turns = _turns(arm, domain, scenario_seed, buyer, n_turns, profile, rng) if with_turns else []
+                episode_turns = (_turns(arm, domain, scenario_seed, buyer, n_turns, profile, rng, deal)
+                                 if with_turns else [])
                 bad_seller = sum(not t["ok"] for t in episode_turns if t["role"] == "seller")
                 bad_all = sum(not t["ok"] for t in episode_turns)
                 rows.append({
@@ -110,6 +112,9 @@ def synthetic_tables(protocol, arms: Sequence[str], seed: int, *, with_turns: bo
                     "n_json_leak": 0, "n_placeholder": 0, "n_template_tag": 0, "n_off_schema": 0, "n_invalid": 0,
                     "n_out_of_range": 0, "final_ledger": "{}", "error_class": "", "error_message": "",
                     "record_version": 1,
+                    # Token counts grow with the turns (no draw, so every other column is unchanged).
+                    "tokens_in_seller": 1400 * ((n_turns + 1) // 2), "tokens_out_seller": 180 * ((n_turns + 1) // 2),
+                    "tokens_in_buyer": 1500 * (n_turns // 2), "tokens_out_buyer": 200 * (n_turns // 2),
                 })
                 turn_rows += episode_turns
         episodes[arm] = pd.DataFrame(rows)

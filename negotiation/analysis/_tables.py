@@ -240,8 +240,8 @@ def _compute(name: str, module: str = "_tables_compute") -> Callable[[Report], T
 
 BUILDERS: tuple[Callable[[Report], Table], ...] = (
     _compute("table1_paper", "_tables_paper"), table1, lambda r: table2(r, False),
-    _compute("utility_parts_table", "_tables_paper"), table3, table4, table5, _compute("buyer_table", "_tables_paper"),
-    table6, _compute("table7"), _compute("table8"), lambda r: table2(r, True),
+    _compute("utility_parts_table", "_tables_paper"), _compute("strategy_table", "_tables_paper"), table3, table4, table5, _compute("buyer_table", "_tables_paper"),
+    table6, _compute("table7"), _compute("cost_table", "_tables_paper"), _compute("table8"), lambda r: table2(r, True),
     _compute("text_contrast_table", "_tables_paper"), guard_table, _compute("guard_threshold_table", "_tables_paper"),
     held_out_table, efficiency_table,
 )

@@ -15,6 +15,12 @@ from typing import Any
 
 from negotiation.analysis._tables import Report, Table, number
 
+
+def frontier_cost_note(r: Report) -> str:
+    from negotiation.analysis._tables_paper import frontier_cost_note as note
+
+    return note(r)
+
 __all__ = ["relative_flops", "serving_accelerators", "table7", "table8"]
 
 
@@ -78,8 +84,8 @@ def table7(r: Report) -> Table:
     """Table 7: each arm's S beside the hardware it was served on (reference sellers: API-served;
     no rows for a study without LLM sizes)."""
     t = Table("table7", "Table 7: score beside the hardware it took to serve (accelerators as served; reference "
-              "sellers are API-served, so no accelerator count applies; throughput, latency and cost not "
-              "benchmarked).", ["Seller", "Effective / total", "Accelerators", "GB served", "S"])
+              "sellers are API-served, so no accelerator count applies; throughput and latency not "
+              "benchmarked). " + frontier_cost_note(r), ["Seller", "Effective / total", "Accelerators", "GB served", "S"])
     if not _llm_sizes(r):
         return t
     for name, arm in r.arms.items():

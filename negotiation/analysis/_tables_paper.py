@@ -8,9 +8,9 @@ contrast ``run_analysis`` built (``default_contrasts`` and ``text_contrasts``), 
 from __future__ import annotations
 
 from negotiation.analysis._roles import ladder_pairs, size_roles, table_rate
-from negotiation.analysis._tables import Report, Table, number
+from negotiation.analysis._tables import Report, Table, number, percent
 
-__all__ = ["buyer_table", "guard_threshold_table", "size_label", "table1_paper", "text_contrast_table", "utility_parts_table"]
+__all__ = ["buyer_table", "cost_table", "frontier_cost_note", "guard_threshold_table", "size_label", "strategy_table", "table1_paper", "text_contrast_table", "utility_parts_table"]
 
 
 def size_label(r: Report, size: str) -> str:
@@ -158,4 +158,54 @@ def guard_threshold_table(r: Report) -> Table:
         source = rules.sources.get(guard, "—")
         mark = "frozen protocol" if source.startswith("protocol/") else "this project's"
         t.rows.append([guard, kind, threshold, f"{mark}: {source}"])
+    return t
+
+
+def strategy_table(r: Report) -> Table:
+    """§5 and Appendices A and E: how the sellers open and close (post hoc, this project's detectors)."""
+    t = Table("strategy", "How the sellers open and close (post hoc; §5, App. A, E): opens with terms (% of "
+              "episodes), terms named at turn 1 (mean and share of the domain's, over openers), the seller's Ũ of "
+              "that opening ledger, the closed deals' seller Ũ minus it, seller closing turns that name the "
+              "concession the buyer's last turn made (%), off-schema names (% of names) and deals closing with "
+              "one on the ledger (%).",
+              ["Arm", "Opens with terms", "Terms at open", "Opening offer Ũ", "Deal − opening Ũ",
+               "Closers naming the concession", "Off-schema names", "Deals with off-schema name"])
+    strategy = getattr(r.result, "strategy", None)
+    get = lambda arm, column: (strategy.loc[arm, column] if strategy is not None and arm in strategy.index  # noqa: E731
+                               else None)
+    for name in r.arms:
+        terms = r.reading(name, "terms_at_open")
+        share = r.reading(name, "open_term_share")
+        t.rows.append([r.label(name), percent(r.reading(name, "opens_with_terms")),
+                       "—" if terms is None else f"{number(terms, 1)} ({percent(share)}%)",
+                       number(get(name, "open_offer_u")), number(get(name, "deal_minus_open_u"), 3, True),
+                       percent(get(name, "closers_naming_concession")), percent(r.reading(name, "off_schema_share")),
+                       percent(r.reading(name, "off_schema_deal_share"))])
+    return t
+
+
+def frontier_cost_note(r: Report) -> str:
+    """Table 7's reference point: mean $ per episode over the frontier-seller cells, and the tokens."""
+    costs = getattr(r.result, "costs", None)
+    if costs is None or costs.empty:
+        return "No reference seller was evaluated, so there is no API cost per episode."
+    per_episode = costs["usd_per_episode"]
+    tokens = f"{costs['tokens_in'].sum() / 1e6:.1f}M input and {costs['tokens_out'].sum() / 1e6:.1f}M output tokens"
+    if per_episode.isna().any():
+        return (f"The frontier cost per episode is not given: a cell lacks token counts or a model has no price in "
+                f"registry/{r.protocol.study}/prices.yaml ({len(costs)} cells; {tokens}).")
+    return (f"The reference point for the API-served sellers is ${per_episode.mean():.3f} per episode, the mean over "
+            f"the {len(costs)} frontier-seller cells ({tokens}), both sides billed at "
+            f"registry/{r.protocol.study}/prices.yaml (this project's prices; the paper states none).")
+
+
+def cost_table(r: Report) -> Table:
+    """Frontier cost per episode from token counts, per (reference seller, buyer) cell (Table 7, App. G)."""
+    t = Table("frontier_cost", "Frontier cost per episode from token counts (Table 7's reference point): each "
+              "(reference seller, buyer) cell, both sides billed. " + frontier_cost_note(r),
+              ["Seller", "Buyer", "Episodes", "Input tokens (M)", "Output tokens (M)", "$ per episode"])
+    costs = getattr(r.result, "costs", None)
+    for row in ([] if costs is None else costs.itertuples()):
+        t.rows.append([r.label(row.arm), row.buyer, str(row.episodes), number(row.tokens_in / 1e6, 2),
+                       number(row.tokens_out / 1e6, 2), number(row.usd_per_episode)])
     return t

@@ -16,7 +16,7 @@ from typing import Any
 from negotiation.analysis import run_analysis
 from negotiation.analysis._analysis import bootstrap_settings, write_analysis
 from negotiation.analysis._results import load_tables, require_validated, scoped, validate_results, viewer_results
-from negotiation.study import ResultsLayout, load_study, protocol_hash
+from negotiation.study import ResultsLayout, load_study, load_token_prices, protocol_hash, study_guard_rules
 from negotiation.registry import load_registry, run_audit
 from negotiation.tracking import MlflowTracker, experiment_name, git_commit
 
@@ -35,7 +35,8 @@ def _analysis(study: str, results_dir: Path, seed: int, resamples: int | None,
     episodes, turns = load_tables(Path(results_dir), loaded.arms)
     settings = bootstrap_settings(loaded.protocol, seed=seed, resamples=resamples)
     result = run_analysis(episodes, loaded.protocol, loaded.arms, settings, turns=turns or None,
-                          signoffs=load_registry(study, loaded.root).signoffs, rules=study_guard_rules(loaded))
+                          signoffs=load_registry(study, loaded.root).signoffs, rules=study_guard_rules(loaded),
+                          prices=load_token_prices(study, loaded.root))
     return loaded, validation, result
 
 

@@ -30,6 +30,7 @@ from negotiation.study._guards import (
     study_guard_rules,
 )
 from negotiation.study._layout import RESULTS_ROOT, ResultsLayout, default_root, registry_dir, results_dir, study_dir
+from negotiation.study._prices import ModelPrice, TokenPrices, load_token_prices, spec_model
 from negotiation.study._lock import Lock, LockError, checked_lock, freeze, lock_problems, protocol_hash, verify
 from negotiation.study._records import (
     PilotCell,
@@ -45,6 +46,7 @@ from negotiation.study._study import Study, arm_problems, load_study, resolve_re
 __all__ = [
     "PRESPECIFIED_THRESHOLDS", "GuardRules", "GuardThresholds", "PostHocThresholds", "ProjectPrespecified",
     "guard_rule_problems", "load_guard_thresholds", "resolve_guards", "study_guard_rules",
+    "ModelPrice", "TokenPrices", "load_token_prices", "spec_model",
     "RESULTS_ROOT", "AddedArm", "AddedArms", "Branch", "ContinuationEntry", "Continuations", "ContrastResult",
     "ContrastSpec", "Interval", "Lock", "LockError", "PilotCell", "PilotRecord", "ResultsLayout", "SamplingRecord",
     "SamplingUse", "SelectionRecord", "Study", "added_arms_path", "arm_problems", "checked_lock",

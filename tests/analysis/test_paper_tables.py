@@ -79,3 +79,11 @@ def test_two_reads_of_one_run_are_contrasted_later_minus_earlier():
     names = {s.name for s in default_contrasts(study.protocol, arms, list(arms), context_from_protocol(study.protocol))}
     assert {"e4b_lr3x_64 - e4b_lr3x_56", "31b_shared_56 - 31b_shared_40"} <= names  # §5 within-run stability
     assert "e4b_lr3x_56 - e4b_lr3x_64" not in names
+
+
+def test_figure_2_families_are_the_paper_s_with_the_steps_read():
+    from negotiation.analysis._figures import _families
+
+    assert _families(_report()) == {
+        "shared LR, 104 steps": ["e2b_shared_104", "e4b_shared_104", "12b_shared_104", "31b_shared_104"],
+        "3× LR, step 56": ["e2b_lr3x_56", "e4b_lr3x_56", "12b_lr3x_56", "31b_lr3x_56"]}
