@@ -21,7 +21,7 @@ from negotiation.analysis._resample import backend
 from negotiation.analysis._multiple import MARK_STYLE_GUARD
 from negotiation.analysis._tables import BUILDERS, Report, Table
 from negotiation.errors import NegotiationError
-from negotiation.study import Study
+from negotiation.study import Study, study_guard_rules
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#222}table{border-collapse:collapse;
 margin:.5em 0 1.5em}td,th{border:1px solid #bbb;padding:.2em .5em;font-size:.85em;text-align:left}

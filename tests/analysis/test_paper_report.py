@@ -10,10 +10,11 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def paper_report(tmp_path_factory):
-    from negotiation.analysis._results import load_context, report_results
+    from negotiation.analysis._results import report_results
+    from negotiation.study import load_study
     from negotiation.analysis._synthetic import synthetic_tables
 
-    context = load_context("paper")
+    context = load_study("paper")
     results = tmp_path_factory.mktemp("paper_results")
     episodes, turns = synthetic_tables(context.protocol, list(context.arms), seed=3)
     for arm in episodes:
