@@ -62,10 +62,9 @@ def grid_benchmark(seed: int) -> None:
     from negotiation.analysis._synthetic import synthetic_tables
     from negotiation.analysis._validate import validate_episodes, validation_settings
     from negotiation.study import load_study
-    from negotiation.registry import load_registry
 
     study = load_study("paper")
-    arms = {**study.arms, **load_registry("paper").added}
+    arms = study.arms  # frozen and added arms, merged once by the study
     start = time.perf_counter()
     episodes, turns = synthetic_tables(study.protocol, list(arms), seed)
     made = time.perf_counter() - start

@@ -68,7 +68,7 @@ from negotiation.analysis._results import (
     validate_results,
     viewer_results,
 )
-from negotiation.analysis._synthetic import synthetic_tables
+from negotiation.analysis._synthetic import synthetic_tables, write_synthetic_results
 from negotiation.analysis._validate import (
     ValidationReport,
     ValidationSettings,
@@ -92,7 +92,7 @@ __all__ = [
     "percentile_interval", "problem_from_scenario", "record_signoff", "report_results",
     "require_valid", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
     "bootstrap_settings", "signed_distance", "solve_scenario", "solve_scenarios",
-    "style_dagger", "style_summary", "synthetic_tables", "validate_episodes",
+    "style_dagger", "style_summary", "synthetic_tables", "validate_episodes", "write_synthetic_results",
     "validate_results", "validation_settings", "viewer_html", "viewer_results", "walk_aways",
     "write_analysis", "write_viewer",
 ]

@@ -9,12 +9,14 @@ a pull towards the seller's end of the contract space and an opener vocabulary.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from negotiation.analysis._efficiency import problem_from_scenario
+from negotiation.study import ResultsLayout
 
 OPENERS = ("thanks for your", "i appreciate your", "let me propose", "happy to help", "i hear you")
 """Opener vocabulary; an arm's ``concentration`` is the chance it uses the first one."""
@@ -120,3 +122,15 @@ def synthetic_tables(protocol, arms: Sequence[str], seed: int, *, with_turns: bo
         episodes[arm] = pd.DataFrame(rows)
         turns[arm] = pd.DataFrame(turn_rows) if with_turns else pd.DataFrame()
     return episodes, turns
+
+
+def write_synthetic_results(protocol, arms: Sequence[str], results: Path, seed: int) -> ResultsLayout:
+    """Write ``synthetic_tables`` of ``arms`` where the evaluate stage writes its tables under
+    ``results`` (``evaluate/<arm>/{episodes,turns}.parquet``); returns the folder's layout."""
+    layout = ResultsLayout(Path(results))
+    episodes, turns = synthetic_tables(protocol, arms, seed=seed)
+    for arm in episodes:
+        layout.evaluate(arm).mkdir(parents=True)
+        episodes[arm].to_parquet(layout.episodes(arm), index=False)
+        turns[arm].to_parquet(layout.turns(arm), index=False)
+    return layout

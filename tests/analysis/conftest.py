@@ -21,17 +21,10 @@ def demo_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def demo_results(demo_root, tmp_path_factory) -> Path:
     from negotiation.study import load_study
-    from negotiation.analysis._synthetic import synthetic_tables
+    from negotiation.analysis import write_synthetic_results
 
     context = load_study("demo", demo_root)
-    results = tmp_path_factory.mktemp("results")
-    episodes, turns = synthetic_tables(context.protocol, list(context.arms), seed=3)
-    for arm in episodes:
-        folder = results / "evaluate" / arm
-        folder.mkdir(parents=True)
-        episodes[arm].to_parquet(folder / "episodes.parquet", index=False)
-        turns[arm].to_parquet(folder / "turns.parquet", index=False)
-    return results
+    return write_synthetic_results(context.protocol, list(context.arms), tmp_path_factory.mktemp("results"), 3).dir
 
 
 @pytest.fixture(scope="session")

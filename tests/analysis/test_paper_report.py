@@ -12,16 +12,10 @@ pytestmark = pytest.mark.slow
 def paper_report(tmp_path_factory):
     from negotiation.analysis._results import report_results
     from negotiation.study import load_study
-    from negotiation.analysis._synthetic import synthetic_tables
+    from negotiation.analysis import write_synthetic_results
 
     context = load_study("paper")
-    results = tmp_path_factory.mktemp("paper_results")
-    episodes, turns = synthetic_tables(context.protocol, list(context.arms), seed=3)
-    for arm in episodes:
-        folder = results / "evaluate" / arm
-        folder.mkdir(parents=True)
-        episodes[arm].to_parquet(folder / "episodes.parquet", index=False)
-        turns[arm].to_parquet(folder / "turns.parquet", index=False)
+    results = write_synthetic_results(context.protocol, list(context.arms), tmp_path_factory.mktemp("paper_results"), 3).dir
     out = tmp_path_factory.mktemp("paper_report")
     paths = report_results(context, results, out, seed=0, resamples=500)
     return paths, paths["report.md"].read_text(encoding="utf-8")
