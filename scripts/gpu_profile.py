@@ -13,11 +13,12 @@ evaluates every base and trained arm of those sizes with the harness (``hf:<dir>
 into ``<results>/evaluate/<arm>/`` and writes ``<results>/gpu_profile.json`` (steps/s, generated
 tokens/s, model FLOP utilisation, peak memory per run); the reference arms (scripted sellers) are
 evaluated with the bases, so the folder holds a self-contained part of the study. ``analyze`` runs
-validate, analyze and report over exactly those arms (the DVC stages expect every arm of the study,
-CPU and GPU profiles together). ``--steps`` caps every run's optimizer
+validate, analyze and report over exactly those arms (the DVC stages read the arms their plan
+builds, which leaves the GPU profile out). ``--steps`` caps every run's optimizer
 steps below the protocol's (a short profile; recorded in ``gpu_profile.json`` and to be logged as
-a deviation). Back on the CPU machine the DVC pipeline's validate, analyze and report stages
-read those tables like any other arm's. ``summary`` prints ``gpu_profile.json``.
+a deviation). A combined analysis of both profiles calls ``run_validate``, ``run_analyze`` and
+``run_report`` with ``arms=`` every arm.
+``summary`` prints ``gpu_profile.json``.
 
 Model FLOP utilisation counts ``2 N`` per generated and per reference-forward token and
 ``6 N`` per trained token against the H200's 790 TFLOP/s of dense bf16 (the figure measured in
@@ -278,13 +279,15 @@ def track(args) -> None:
 def profile_arms(study, results: Path) -> list[str]:
     """The GPU profile's arms that have episode tables under ``results``, plus the reference arms."""
     from negotiation.pipeline import gpu_profile_arms
+    from negotiation.study import ResultsLayout
 
+    layout = ResultsLayout(results)
     chosen = gpu_profile_arms(study) | {n for n, a in study.arms.items() if a.kind == "reference"}
-    return sorted(n for n in chosen if (results / "evaluate" / n / "episodes.parquet").is_file())
+    return sorted(n for n in chosen if layout.episodes(n).is_file())
 
 
 def analyze(args) -> None:
-    """validate -> analyze -> report over the GPU profile's tables (``load_context(arms=...)``)."""
+    """validate -> analyze -> report over the GPU profile's tables (``arms=``, see ``profile_arms``)."""
     from negotiation.pipeline import run_analyze, run_report, run_validate
     from negotiation.study import load_study
 

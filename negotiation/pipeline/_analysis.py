@@ -16,21 +16,35 @@ from typing import Any
 from negotiation.analysis import run_analysis
 from negotiation.analysis._analysis import bootstrap_settings, write_analysis
 from negotiation.analysis._results import load_tables, require_validated, scoped, validate_results, viewer_results
-from negotiation.study import ResultsLayout, load_study, load_token_prices, protocol_hash, study_guard_rules
+from negotiation.study import ResultsLayout, Study, load_study, load_token_prices, protocol_hash, study_guard_rules
 from negotiation.registry import load_registry, run_audit
 from negotiation.tracking import MlflowTracker, experiment_name, git_commit
+from negotiation.pipeline._plan import gpu_profile_arms
+
+
+def _planned(study: str, arms: list[str] | None) -> Study:
+    """The study with the arms these stages read: ``arms`` when given (``scoped``), else every arm
+    the DVC plan builds, i.e. all but the GPU profile's (``gpu_profile_arms``), whose tables come
+    from ``scripts/gpu_profile.py`` and are analysed by its ``analyze`` with the arms it names.
+    Without that rule a fresh ``dvc repro`` of the ``lm`` study stopped at validate, waiting for
+    tables no stage of it writes."""
+    loaded = load_study(study)
+    if arms is None:
+        gpu_only = gpu_profile_arms(loaded)
+        arms = [name for name in loaded.arms if name not in gpu_only] if gpu_only else None
+    return scoped(loaded, arms)
 
 
 def run_validate(study: str, results_dir: Path, *, arms: list[str] | None = None) -> dict[str, Any]:
-    """Validate every arm's episode table (``arms``: those arms only, ``scoped``); the report is
-    written whether or not it passes."""
-    report = validate_results(scoped(load_study(study), arms), Path(results_dir).resolve())  # GE: absolute paths
+    """Validate every planned arm's episode table (``arms``: those arms only, see ``_planned``);
+    the report is written whether or not it passes."""
+    report = validate_results(_planned(study, arms), Path(results_dir).resolve())  # GE: absolute paths
     return json.loads(report.model_dump_json())
 
 
 def _analysis(study: str, results_dir: Path, seed: int, resamples: int | None,
               arms: list[str] | None = None) -> tuple[Any, Any, Any]:
-    loaded = scoped(load_study(study), arms)
+    loaded = _planned(study, arms)
     validation = require_validated(loaded, Path(results_dir))
     episodes, turns = load_tables(Path(results_dir), loaded.arms)
     settings = bootstrap_settings(loaded.protocol, seed=seed, resamples=resamples)

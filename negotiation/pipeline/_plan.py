@@ -82,8 +82,8 @@ def _source(study: Study, arm: Arm, layout: ResultsLayout) -> str:
 
 def gpu_profile_arms(study: Study) -> set[str]:
     """Arms of sizes whose ``profile`` is ``gpu`` (the ``lm`` ladder's GPU profile): built on one GPU
-    by ``scripts/gpu_profile.py``, not by DVC, whose plan leaves them out; validate, analyze and
-    report read their tables like any other arm's."""
+    by ``scripts/gpu_profile.py``, not by DVC, whose plan leaves them out; the DVC validate, analyze
+    and report stages leave them out too, and ``gpu_profile.py analyze`` reads their tables."""
     sizes = {k for k, v in study.protocol.sizes.items() if getattr(v, "profile", None) == "gpu"}
     return {name for name, arm in study.arms.items() if arm.size in sizes}
 
