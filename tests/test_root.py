@@ -94,7 +94,7 @@ def test_a_non_editable_install_works_against_the_checkout_it_runs_in(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                     "--target", str(target), str(source)], check=True, capture_output=True)
     clone = other_clone(tmp_path / "clone")
-    code = ("import negotiation, json; from negotiation.protocol import default_root; "
+    code = ("import negotiation, json; from negotiation.study import default_root; "
             "from negotiation.env import load_domains; "
             "print(json.dumps([negotiation.__file__, str(default_root()), sorted(load_domains())]))")
     out = subprocess.run([sys.executable, "-c", code], cwd=clone, env={"PYTHONPATH": str(target), "PATH": ""},
