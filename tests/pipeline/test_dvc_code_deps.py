@@ -1,5 +1,6 @@
 """`dvc status` after a code edit, in a copy of the checkout: every stage whose process imports the
-edited module is stale, and no other (the derived code deps, seen through DVC itself).
+edited module is stale, and a module only one stage imports reruns that stage alone (the derived
+code deps, seen through DVC itself).
 
 One stage of each group stands for its group (a ``foreach`` group runs one script, so its items
 share their code deps). Their outputs are placeholders committed with ``dvc commit``: the lock then
@@ -92,8 +93,12 @@ def test_an_edit_reruns_every_stage_that_imports_the_module_and_no_other(tmp_pat
     original = utility.read_text(encoding="utf-8")
     _edit_function(utility, "score_prefs")
     importers = {stage for stage, modules in ran.items() if "negotiation.env._utility" in modules}
-    assert importers == set(STAGES)  # the utility function is everywhere: protocol validation uses it
-    assert _stale(tmp_path) == importers
+    stale = _stale(tmp_path)
+    # Every stage whose process imports it reruns. The probe stops after argument parsing, and the
+    # protocol package resolves its names lazily, so it sees fewer importers than a real run has:
+    # every stage validates the protocol, whose environment section scores with this module.
+    assert importers and importers <= stale
+    assert stale == set(STAGES)
 
     utility.write_text(original, encoding="utf-8")
     assert _stale(tmp_path) == set()
