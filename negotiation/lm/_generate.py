@@ -124,10 +124,7 @@ class BatchGenerator:
         trace: list[tuple[torch.Tensor, ...]] = []  # per step: (request index, token, logprob, stopped)
         step = 0
         while True:
-            tokens = sample_tokens(logits, seeds=rows.seeds, step=step, temperature=rows.temperature,
-                                   top_k=rows.top_k, top_p=rows.top_p)
-            logprobs = torch.log_softmax(logits, dim=-1).gather(1, tokens[:, None]).squeeze(1)
-            stopped = torch.isin(tokens, stops)
+            tokens, logprobs, stopped = rows.draw(logits, step, stops)
             trace.append((rows.index, tokens, logprobs, stopped))
             done = stopped | (rows.max_new <= step + 1)
             if bool(done.all()):
@@ -205,6 +202,14 @@ class _RowParams:
                    top_k=t([r.top_k or 0 for r in requests], torch.long),
                    top_p=t([r.top_p or 1.0 for r in requests], torch.float32),
                    max_new=t([r.max_new_tokens for r in requests], torch.long))
+
+    def draw(self, logits: torch.Tensor, step: int, stops: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """One decode step's sample of every row: ``(tokens, logprobs, stopped)``, each ``(rows,)``,
+        from ``logits`` ``(rows, vocab)`` with each row's own seed, temperature, top-k and top-p."""
+        tokens = sample_tokens(logits, seeds=self.seeds, step=step, temperature=self.temperature,
+                               top_k=self.top_k, top_p=self.top_p)
+        logprobs = torch.log_softmax(logits, dim=-1).gather(1, tokens[:, None]).squeeze(1)
+        return tokens, logprobs, torch.isin(tokens, stops)
 
     def select(self, keep: torch.Tensor) -> _RowParams:
         return _RowParams(*(getattr(self, f)[keep] for f in ("index", "seeds", "temperature", "top_k", "top_p", "max_new")))

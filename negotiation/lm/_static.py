@@ -37,7 +37,6 @@ import torch
 from negotiation.lm._generate import (
     BatchGenerator, ContextTooLongError, Generation, GenerationRequest, _assemble, _RowParams, left_pad,
 )
-from negotiation.lm._sampling import sample_tokens
 
 __all__ = ["StaticBatchGenerator"]
 
@@ -137,10 +136,7 @@ class StaticBatchGenerator(BatchGenerator):
         trace: list[tuple[torch.Tensor, ...]] = []
         step = 0
         while True:
-            tokens = sample_tokens(logits, seeds=rows.seeds, step=step, temperature=rows.temperature,
-                                   top_k=rows.top_k, top_p=rows.top_p)
-            logprobs = torch.log_softmax(logits, dim=-1).gather(1, tokens[:, None]).squeeze(1)
-            stopped = torch.isin(tokens, stops)
+            tokens, logprobs, stopped = rows.draw(logits, step, stops)
             trace.append((~done, tokens, logprobs, stopped))
             done = done | stopped | (rows.max_new <= step + 1)
             if bool(done.all()):
