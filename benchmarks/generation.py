@@ -200,7 +200,8 @@ def size_models(args: argparse.Namespace, workdir: Path) -> list[tuple[str, Path
     """``(name, folder)`` per size: given checkpoints, or the protocol's sizes built untrained."""
     found = [(Path(c).name, Path(c)) for c in args.checkpoint]
     if args.sizes:
-        from negotiation.lm import build_model, lm_size, load_tokenizer, save_checkpoint, write_tokenizer
+        from negotiation.ladder import lm_size, write_tokenizer
+        from negotiation.lm import build_model, load_tokenizer, save_checkpoint
         from negotiation.study import load_study
 
         protocol = load_study(args.study).protocol

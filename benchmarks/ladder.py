@@ -87,7 +87,7 @@ def main() -> None:
     args = p.parse_args()
     import torch
 
-    from negotiation.lm import write_base, write_tokenizer
+    from negotiation.ladder import write_base, write_tokenizer
     from negotiation.study import load_study
 
     device = "cuda" if torch.cuda.is_available() else "cpu"

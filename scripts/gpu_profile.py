@@ -5,7 +5,7 @@
     python scripts/gpu_profile.py analyze --results outputs/lm     # validate -> analyze -> report
     python scripts/gpu_profile.py track --results outputs/lm       # the returned curves into MLflow
 
-``run`` builds the tokenizer and each GPU-profile size's warm-started base (``negotiation.lm``),
+``run`` builds the tokenizer and each GPU-profile size's warm-started base (``negotiation.ladder``),
 trains the size's trained arms of ``protocol/lm/arms.yaml`` with the token-level trainer under the
 protocol's ``gpu_training`` recipe (bf16 weights per its optimizer precision with float32 master
 weights, gradient checkpointing; rollouts by the fixed-shape CUDA-graph generator),
@@ -54,7 +54,7 @@ def _arms_of(study, sizes):
 
 
 def _build_bases(study, sizes, results: Path, device: str, warm_steps: int | None) -> dict:
-    from negotiation.lm import write_base, write_tokenizer
+    from negotiation.ladder import write_base, write_tokenizer
 
     tok = results / "tokenizer"
     if not (tok / "tokenizer.json").is_file():

@@ -58,7 +58,7 @@ def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Hugging Face folder holding the lm study's smallest size (``lm_xs``), untrained, with a
     tokenizer trained on a cut corpus: what ``hf:``/``vllm:`` sellers and trainers load. Built
     once per test session in a few seconds; treat it as read-only (copy it to change it)."""
-    from negotiation.lm import write_base, write_tokenizer
+    from negotiation.ladder import write_base, write_tokenizer
 
     protocol = tiny_lm_protocol()
     base = tmp_path_factory.mktemp("tiny_lm")

@@ -121,27 +121,9 @@ def test_the_cycle_finder_finds_a_cycle_and_nothing_else():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-BEING_BROKEN = {
-    # agents/_llm_hf (the hf: seller) imports lm's batch generator, and lm/_corpus plays
-    # scripted agents to write the warm-start corpus.
-    ("negotiation.agents", "negotiation.lm"),
-}
-"""Cycles whose removal is in progress: each must still exist (delete it once gone) and no
-other cycle may appear."""
-
-
-def _unexpected(found: list[list[str]]) -> list[list[str]]:
-    return [c for c in found if not any(set(known) <= set(c) for known in BEING_BROKEN)]
-
-
 def test_no_module_imports_itself_back():
-    assert _unexpected(cycles(import_graph())) == []
+    assert cycles(import_graph()) == []
 
 
 def test_no_package_imports_itself_back():
-    assert _unexpected(cycles(package_graph(import_graph()))) == []
-
-
-def test_every_cycle_still_listed_as_being_broken_exists():
-    found = cycles(import_graph()) + cycles(package_graph(import_graph()))
-    assert [known for known in BEING_BROKEN if not any(set(known) <= set(c) for c in found)] == []
+    assert cycles(package_graph(import_graph())) == []

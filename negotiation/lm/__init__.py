@@ -1,16 +1,18 @@
-"""Language-model sellers built here from scratch: tokenizer, model ladder, chat turn tags,
-batched generation with a KV cache and seeded sampling.
+"""Language-model sellers built here from scratch: tokenizer, model, chat turn tags, the
+imitation (SFT) loop, batched generation with a KV cache and seeded sampling.
 
 No pretrained weights can be downloaded, so the ``lm`` study (``protocol/lm/``) trains its own
 byte-level BPE tokenizer on the project's dialogues, builds causal LMs of the protocol's sizes
 from a seed and warm-starts them by imitation of scripted sellers; every base is a Hugging Face
-folder that ``hf:`` and ``vllm:`` sellers load. Importing this package imports torch (the
-generator) but not transformers (imported by the functions that use it). See ``docs/lm.md``.
+folder that ``hf:`` and ``vllm:`` sellers load. This package sits below ``negotiation.agents``
+(the ``hf:`` seller runs its generator); the corpus the scripted agents play and the two build
+steps that read it (``write_tokenizer``, ``write_base``) live one layer up, in
+``negotiation.ladder``. Importing this package imports neither torch (the generator's names
+load on first use) nor transformers (imported by the functions that use it). See ``docs/lm.md``.
 """
 
-from negotiation.lm._corpus import Chat, corpus_seeds, seller_chats, tokenizer_texts
-from negotiation.lm._ladder import TOKENIZER_RECORD, WARM_START_RECORD, ladder_tags, lm_size, write_base, write_tokenizer
 from negotiation.lm._model import build_model, count_parameters, model_config, save_checkpoint
+from negotiation.lm._sft import Chat, SftResult, encode_examples, train_sft
 from negotiation.lm._tokenizer import (
     BOS, CHAT_TEMPLATE, END_OF_TURN, EOS, PAD, SPECIAL_TOKENS, START_OF_TURN, load_tokenizer, train_tokenizer,
 )
@@ -21,13 +23,12 @@ from negotiation.lm._turn_tags import (
 
 __all__ = [
     "BOS", "CHAT_TEMPLATE", "DEFAULT_HISTORY", "END_OF_TURN", "EOS", "PAD", "SPECIAL_TOKENS", "START_OF_TURN",
-    "THINKING_TEMPLATE_VAR", "TOKENIZER_RECORD", "WARM_START_RECORD",
+    "THINKING_TEMPLATE_VAR",
     "BatchGenerator", "Chat", "ChatTokenizer", "ContextTooLongError", "Generation", "GenerationQueue",
-    "GenerationRequest", "StaticBatchGenerator",
-    "TurnTagError", "TurnTags", "build_model", "check_round_trip", "corpus_seeds", "count_parameters",
-    "derive_turn_tags", "encode_chat", "gumbel_noise", "ladder_tags", "lm_size", "load_tokenizer", "model_config",
-    "sample_tokens", "save_checkpoint", "seller_chats", "template_kwargs", "tokenizer_texts", "train_tokenizer",
-    "truncation_mask", "write_base", "write_tokenizer",
+    "GenerationRequest", "SftResult", "StaticBatchGenerator",
+    "TurnTagError", "TurnTags", "build_model", "check_round_trip", "count_parameters",
+    "derive_turn_tags", "encode_chat", "encode_examples", "gumbel_noise", "load_tokenizer", "model_config",
+    "sample_tokens", "save_checkpoint", "template_kwargs", "train_sft", "train_tokenizer", "truncation_mask",
 ]
 
 # Batched generation needs torch: its names load on first use, so importing the package stays light.

@@ -2,7 +2,7 @@
 
 A randomly initialised model writes no JSON at all, so RL from it would only ever see bad
 parses. The warm start makes each size an "instruct base" first, by imitating the scripted
-seller personas of ``warm_start.corpus`` (``negotiation.lm._corpus``). The recipe, read top to
+seller personas of ``warm_start.corpus`` (``negotiation.ladder``). The recipe, read top to
 bottom in ``warm_start``:
 
 - examples: every training chat encoded by ``encode_chat`` with the tokenizer's turn tags (the
@@ -29,12 +29,25 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from negotiation.lm._corpus import Chat
 from negotiation.lm._turn_tags import TurnTags, encode_chat
 
-__all__ = ["SftResult", "encode_examples", "lr_at_step", "masked_lm_loss", "target_loss", "train_sft"]
+__all__ = ["Chat", "SftResult", "encode_examples", "lr_at_step", "masked_lm_loss", "target_loss", "train_sft"]
 
 GRAD_CLIP = 1.0
+
+
+@dataclass(frozen=True)
+class Chat:
+    """One imitation example: chat messages whose assistant turns are the seller's targets."""
+
+    messages: tuple[dict[str, str], ...]
+    """System / user / assistant messages, ending with an assistant (seller) turn."""
+    variant: str
+    """Prompt variant it was rendered in."""
+    domain: str
+    seed: int
+    seller: str
+    """Scripted persona spec that wrote the assistant turns."""
 
 
 @dataclass

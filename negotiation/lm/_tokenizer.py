@@ -1,7 +1,7 @@
 """The ladder's tokenizer: byte-level BPE trained on the project's own seller dialogues.
 
 No pretrained tokenizer can be downloaded here, so the ladder trains its own with the
-``tokenizers`` library on the corpus of ``negotiation.lm._corpus`` (training domains and seeds
+``tokenizers`` library on the corpus of ``negotiation.ladder`` (training domains and seeds
 only) and stores it as a ``PreTrainedTokenizerFast`` with a Gemma-style Jinja chat template, so
 ``AutoTokenizer.from_pretrained(dir).apply_chat_template(messages, add_generation_prompt=True)``
 renders exactly the system / user / assistant messages ``negotiation.env`` builds, offline.

@@ -41,7 +41,7 @@ def _write_json(path: Path, payload: dict[str, Any]) -> Path:
 
 def run_tokenizer(study_name: str, out_dir: Path) -> dict[str, Any]:
     """Train and check the ladder's tokenizer (``lm`` studies only)."""
-    from negotiation.lm import write_tokenizer
+    from negotiation.ladder import write_tokenizer
 
     study = load_study(study_name)
     if study.protocol.tokenizer is None:
@@ -60,7 +60,7 @@ def run_init(study_name: str, size: str, out_dir: Path) -> Path:
 
         return write_initial_policy(study, size, out_dir)
     if spec.kind == "lm":
-        from negotiation.lm import write_base
+        from negotiation.ladder import write_base
 
         tokenizer = study.layout.tokenizer
         write_base(study.protocol, size, tokenizer, out_dir)

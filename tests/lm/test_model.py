@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-from negotiation.lm import build_model, count_parameters, load_tokenizer, save_checkpoint, write_base
+from negotiation.ladder import write_base
+from negotiation.lm import build_model, count_parameters, load_tokenizer, save_checkpoint
 from negotiation.study import load_study
 from tests.conftest import tiny_lm_protocol
 

@@ -1,26 +1,14 @@
-"""The ladder's tokenizer: corpus limits, the chat template against negotiation.env, turn tags."""
+"""The ladder's tokenizer: the chat template against negotiation.env, turn tags."""
 
 from __future__ import annotations
 
 import pytest
 
 from negotiation.env import load_domain, make_scenario, render_messages
-from negotiation.lm import (
-    END_OF_TURN, corpus_seeds, encode_chat, ladder_tags, load_tokenizer, seller_chats, train_tokenizer,
-)
+from negotiation.ladder import ladder_tags, seller_chats
+from negotiation.lm import END_OF_TURN, encode_chat, load_tokenizer, train_tokenizer
 from negotiation.errors import ConfigError
 from tests.conftest import tiny_lm_protocol
-
-
-def test_corpus_reads_training_domains_and_seeds_only():
-    protocol = tiny_lm_protocol()
-    chats = list(seller_chats(protocol, "train")) + list(seller_chats(protocol, "validation"))
-    assert {c.domain for c in chats} == set(protocol.domains.training)
-    block = protocol.seeds.training
-    assert all(block.start <= c.seed < block.stop for c in chats)
-    assert set(corpus_seeds(protocol, "train")).isdisjoint(corpus_seeds(protocol, "validation"))
-    assert {c.variant for c in chats} == {"evaluation", "training"}
-    assert all(c.messages[-1]["role"] == "assistant" for c in chats)
 
 
 def test_chat_template_renders_the_seller_messages_of_negotiation_env(tiny_lm):

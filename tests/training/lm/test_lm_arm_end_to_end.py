@@ -14,7 +14,7 @@ import pytest
 
 from negotiation.agents import make_agent
 from negotiation.env import load_domain, make_scenario, run_episode
-from negotiation.lm import write_base, write_tokenizer
+from negotiation.ladder import write_base, write_tokenizer
 from negotiation.protocol import env_config
 from negotiation.registry import list_checkpoint_steps, select_read_point
 from negotiation.training import read_training_info

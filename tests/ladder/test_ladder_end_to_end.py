@@ -8,7 +8,7 @@ import pytest
 
 from negotiation.agents import make_agent
 from negotiation.env import load_domain, make_scenario, run_episode
-from negotiation.lm import WARM_START_RECORD, write_base, write_tokenizer
+from negotiation.ladder import WARM_START_RECORD, write_base, write_tokenizer
 from negotiation.protocol import env_config
 from tests.conftest import tiny_lm_protocol
 

@@ -3,7 +3,7 @@
 ``write_tokenizer`` trains the shared tokenizer on the training split of the corpus and checks
 its chat template with the turn-tag derivation (a template the rollout driver could not drive
 is refused before any model is built). ``write_base`` builds a size from its seed, warm-starts
-it by imitation (``negotiation.lm._sft``) and saves the Hugging Face folder every serving stack
+it by imitation (``negotiation.lm``'s imitation loop) and saves the Hugging Face folder every serving stack
 loads, with ``warm_start.json`` recording what the warm start did.
 """
 
@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from negotiation.errors import ConfigError
-from negotiation.lm._corpus import seller_chats, tokenizer_texts
-from negotiation.lm._model import build_model, count_parameters, save_checkpoint
-from negotiation.lm._tokenizer import PAD, load_tokenizer, train_tokenizer
-from negotiation.lm._turn_tags import TurnTags, derive_turn_tags, template_kwargs
+from negotiation.ladder._corpus import seller_chats, tokenizer_texts
+from negotiation.lm import (
+    PAD, TurnTags, build_model, count_parameters, derive_turn_tags, encode_examples, load_tokenizer, save_checkpoint,
+    template_kwargs, train_sft, train_tokenizer,
+)
 
 __all__ = ["TOKENIZER_RECORD", "WARM_START_RECORD", "ladder_tags", "lm_size", "write_base", "write_tokenizer"]
 
@@ -71,8 +72,6 @@ def write_base(protocol: Any, size: str, tokenizer_dir: str | Path, folder: str 
     ``steps`` (default: the recipe's ``steps`` for a cpu size, ``gpu_steps`` for a gpu size) may
     be 0: the folder then holds the untrained initialisation.
     """
-    from negotiation.lm._sft import encode_examples, train_sft
-
     spec = lm_size(protocol, size)
     recipe = protocol.warm_start
     tokenizer = load_tokenizer(tokenizer_dir)

@@ -16,31 +16,17 @@ variants, rendered by ``negotiation.env.render_messages`` (the same messages an 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterator, Literal
 
 import numpy as np
 
 from negotiation.agents import make_agent
 from negotiation.env import Negotiation, load_domain, make_scenario, render_messages
+from negotiation.lm import Chat
 
-__all__ = ["Chat", "corpus_seeds", "seller_chats", "tokenizer_texts"]
+__all__ = ["corpus_seeds", "seller_chats", "tokenizer_texts"]
 
 Split = Literal["train", "validation"]
-
-
-@dataclass(frozen=True)
-class Chat:
-    """One imitation example: chat messages whose assistant turns are the seller's targets."""
-
-    messages: tuple[dict[str, str], ...]
-    """System / user / assistant messages, ending with an assistant (seller) turn."""
-    variant: str
-    """Prompt variant it was rendered in."""
-    domain: str
-    seed: int
-    seller: str
-    """Scripted persona spec that wrote the assistant turns."""
 
 
 def corpus_seeds(protocol: Any, split: Split) -> range:
