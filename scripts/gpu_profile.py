@@ -1,6 +1,6 @@
 """The lm study's GPU profile on one GPU, without DVC: bases, GRPO arms, evaluation, throughput.
 
-    python scripts/gpu_profile.py run --results outputs/lm [--sizes lm_m lm_l] [--steps N]
+    python scripts/gpu_profile.py run --results outputs/lm [--sizes lm_m lm_l] [--arms lm_l_lr3x] [--steps N]
     python scripts/gpu_profile.py summary --results outputs/lm
     python scripts/gpu_profile.py analyze --results outputs/lm     # validate -> analyze -> report
     python scripts/gpu_profile.py track --results outputs/lm       # the returned curves into MLflow
@@ -181,9 +181,14 @@ def run(args) -> None:
     def save() -> None:
         out.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
 
+    arms = _arms_of(study, sizes)
+    trained = {n: a for n, a in arms.items() if a.kind == "trained" and (not args.arms or n in args.arms)}
+    unknown = sorted(set(args.arms or ()) - {n for n, a in arms.items() if a.kind == "trained"})
+    if unknown:
+        raise SystemExit(f"--arms {', '.join(unknown)}: not trained arms of the sizes {', '.join(sizes)} "
+                         f"(protocol/lm/arms.yaml)")
     record["bases"] = _build_bases(study, sizes, results, device, args.warm_steps)
     save()
-    arms = _arms_of(study, sizes)
     record["training"], record["evaluation"] = {}, {}
     bases = {n: a for n, a in arms.items() if a.kind == "base"}
     bases.update({n: a for n, a in study.arms.items() if a.kind == "reference"})
@@ -191,8 +196,7 @@ def run(args) -> None:
     save()
     # Shared-LR arms first (the primary contrasts), then the 3x arms; each evaluated right after
     # its run so a spent budget leaves whole contrasts behind.
-    for name, arm in sorted(((n, a) for n, a in arms.items() if a.kind == "trained"),
-                            key=lambda kv: (kv[1].lr_multiple, kv[0])):
+    for name, arm in sorted(trained.items(), key=lambda kv: (kv[1].lr_multiple, kv[0])):
         record["training"].update(_train(study, {name: arm}, results, args.steps, args.train_budget, device))
         save()
         record["evaluation"].update(_evaluate(study, {name: arm}, results, args.budget, device, args.concurrency))
@@ -312,6 +316,8 @@ def main() -> None:
     r.add_argument("--results", default="outputs/lm")
     r.add_argument("--sizes", nargs="*")
     r.add_argument("--steps", type=int, default=None)
+    r.add_argument("--arms", nargs="*", help="train and evaluate only these trained arms (default: every "
+                   "trained arm of the sizes); bases and reference sellers are evaluated either way")
     r.add_argument("--warm-steps", type=int, default=None, help="warm-start steps (default: the protocol's)")
     r.add_argument("--device", default="cuda", help="cuda (the GPU profile) or cpu (a dry run)")
     r.add_argument("--train-budget", type=float, default=None, help="seconds after which no run starts")
