@@ -127,3 +127,27 @@ def test_no_module_imports_itself_back():
 
 def test_no_package_imports_itself_back():
     assert cycles(package_graph(import_graph())) == []
+
+
+def _imported_packages(package: str) -> set[str]:
+    """Top-level subpackages that any module of ``package`` names in an import: module level,
+    inside functions, and under ``if TYPE_CHECKING:`` alike."""
+    modules = _modules()
+    found: set[str] = set()
+    for name, path in modules.items():
+        if _package_of(name) != package:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {_package_of(alias.name) for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found |= {_package_of(node.module)} | {_package_of(f"{node.module}.{a.name}") for a in node.names}
+    return found
+
+
+def test_the_analysis_does_not_import_the_registry():
+    """The registry keeps deviations, sign-offs and the audit; the analysis gets what it reads from
+    there as arguments (``RegistryInputs``, built by ``negotiation.pipeline.registry_inputs``)."""
+    assert "negotiation.registry" not in _imported_packages("negotiation.analysis")
+    # It sees imports inside functions: the hf: seller imports negotiation.lm only when it loads a model.
+    assert "negotiation.lm" in _imported_packages("negotiation.agents")

@@ -3,7 +3,10 @@
 Stages (each a function over a results directory, and a ``nego`` command):
 ``validate_results`` (great-expectations) → ``analyze_results`` (metrics, contrasts with
 Holm, exact Pareto/Nash columns, guards) → ``report_results`` (HTML + Markdown + PNG);
-``viewer_results`` and ``packet_results`` for reading transcripts. See docs/analysis.md.
+``viewer_results`` and ``packet_results`` for reading transcripts. What the registry holds
+(sign-offs, deviations' served values, the deviation log and compliance tables) comes in as a
+``RegistryInputs`` argument: this package does not import ``negotiation.registry``. See
+docs/analysis.md.
 """
 
 from negotiation.analysis._analysis import (
@@ -37,7 +40,6 @@ from negotiation.analysis._errors import (
     MetricError,
     PairingError,
     SettingsError,
-    SignoffError,
     ValidationFailed,
 )
 from negotiation.analysis._frontier import Allocation, Frontier, Problem, pareto_frontier
@@ -50,7 +52,7 @@ from negotiation.analysis._metrics import (
     score_identity_gap,
 )
 from negotiation.analysis._multiple import holm, interval_mark
-from negotiation.analysis._packet import hand_read_packet, record_signoff
+from negotiation.analysis._packet import hand_read_packet
 from negotiation.analysis._pairing import (
     METRICS,
     PAIR_KEY,
@@ -65,9 +67,12 @@ from negotiation.analysis._results import (
     load_tables,
     packet_results,
     report_results,
+    require_validated,
+    scoped,
     validate_results,
     viewer_results,
 )
+from negotiation.analysis._tables import RegistryInputs, Table
 from negotiation.analysis._synthetic import synthetic_tables, write_synthetic_results
 from negotiation.analysis._validate import (
     ValidationReport,
@@ -81,17 +86,17 @@ from negotiation.analysis._viewer import viewer_html, write_viewer
 __all__ = [
     "METRICS", "PAIR_KEY", "Allocation", "AnalysisError", "AnalysisResult", "BootstrapSettings",
     "Frontier", "FrontierError", "GuardResult", "MetricContext",
-    "MetricError", "PairingError", "PostHocThresholds", "Problem", "ScenarioFrontier", "SettingsError",
-    "SignoffError", "ValidationFailed", "ValidationReport", "ValidationSettings",
+    "MetricError", "PairingError", "PostHocThresholds", "Problem", "RegistryInputs", "ScenarioFrontier",
+    "SettingsError", "Table", "ValidationFailed", "ValidationReport", "ValidationSettings",
     "add_late_close", "analyze_results", "bootstrap_p_value",
     "buyer_split_series", "cluster_bootstrap", "cluster_totals", "combine_paired", "context_from_protocol",
     "contrast", "contrast_values", "deal_efficiency", "default_contrasts",
     "descriptor_summary", "env_seller_utility", "episode_descriptors", "hand_read_packet",
     "holm", "interval_mark", "load_tables", "max_welfare", "metric_series", "metrics_table",
     "nash_point", "outcome_summary", "packet_results", "paired_values", "pareto_frontier",
-    "percentile_interval", "problem_from_scenario", "record_signoff", "report_results",
-    "require_valid", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
-    "bootstrap_settings", "signed_distance", "solve_scenario", "solve_scenarios",
+    "percentile_interval", "problem_from_scenario", "report_results",
+    "require_valid", "require_validated", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
+    "bootstrap_settings", "scoped", "signed_distance", "solve_scenario", "solve_scenarios",
     "style_dagger", "style_summary", "synthetic_tables", "validate_episodes", "write_synthetic_results",
     "validate_results", "validation_settings", "viewer_html", "viewer_results", "walk_aways",
     "write_analysis", "write_viewer",

@@ -37,7 +37,3 @@ class ValidationFailed(AnalysisError):
 
 class FrontierError(AnalysisError):
     """A scenario cannot be turned into the bargaining problem the frontier needs."""
-
-
-class SignoffError(AnalysisError):
-    """A hand-read sign-off record is malformed or names an unknown arm."""

@@ -1,24 +1,17 @@
-"""The hand-read guard: a seeded packet of transcripts per trained arm, and reader sign-offs.
+"""The hand-read guard's packet: a seeded sample of transcripts per trained arm.
 
 The packet draws, for every trained arm and domain family (training, held out), the
 protocol's number of episodes uniformly without replacement, from one explicit
 Generator over the keys sorted first, so the same seed gives the same packet.
-Sign-offs are ``negotiation.registry.SignOff`` records in
-``registry/<study>/signoffs/<arm>.yaml``.
+Readers record their verdicts with ``nego signoff`` (``negotiation.registry.record_signoff``).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-import yaml
-from pydantic import ValidationError
-
-from negotiation.analysis._errors import SignoffError
 
 FAMILIES = ("training", "held_out")
 """Domain families a packet samples (the sign-off record's vocabulary)."""
@@ -55,22 +48,3 @@ def hand_read_packet(
             picked.append(rows[["arm", "family", *PACKET_KEY[1:]]])
     columns = ["arm", "family", *PACKET_KEY[1:]]
     return pd.concat(picked, ignore_index=True) if picked else pd.DataFrame(columns=columns)
-
-
-def record_signoff(context, arm: str, *, reader: str, verdict: str, transcripts: int,
-                   families: tuple[str, ...], notes: str, date: dt.date) -> Path:
-    """Write ``registry/<study>/signoffs/<arm>.yaml`` (replacing an earlier sign-off of the arm)."""
-    from negotiation.registry import SignOff
-    from negotiation.study import registry_dir
-
-    path = registry_dir(context.name, context.root) / "signoffs" / f"{arm}.yaml"
-    try:
-        record = SignOff(version=1, arm=arm, reader=reader, date=date, transcripts_read=transcripts,
-                         domain_families=families, verdict=verdict, notes=notes)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        raise SignoffError(str(path), key, f"{first['msg']} (got {first.get('input')!r})") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(record.model_dump(mode="json"), sort_keys=False, allow_unicode=True), encoding="utf-8")
-    return path

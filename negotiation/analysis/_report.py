@@ -1,8 +1,9 @@
 """The study report: a self-contained HTML page and Markdown with PNG figures.
 
 Built only from validated tables (``require_validated`` first): the paper's tables and
-figures, the guard table, the deviation log, the audit's compliance table, the held-out
-panel and the Pareto/Nash columns.
+figures, the guard table, the held-out panel and the Pareto/Nash columns, then the tables the
+caller appends (``RegistryInputs.appendix``: the deviation log and the audit's compliance table,
+which the pipeline builds from the registry).
 """
 
 from __future__ import annotations
@@ -19,39 +20,13 @@ from negotiation.analysis._analysis import AnalysisResult
 from negotiation.analysis._figures import FIGURES
 from negotiation.analysis._resample import backend
 from negotiation.analysis._multiple import MARK_STYLE_GUARD
-from negotiation.analysis._tables import BUILDERS, Report, Table
-from negotiation.errors import NegotiationError
+from negotiation.analysis._tables import BUILDERS, RegistryInputs, Report, Table
 from negotiation.study import Study, study_guard_rules
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#222}table{border-collapse:collapse;
 margin:.5em 0 1.5em}td,th{border:1px solid #bbb;padding:.2em .5em;font-size:.85em;text-align:left}
 th{background:#eef}caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
 img{max-width:100%;border:1px solid #ddd;margin:.5em 0}.fail{color:#b00;font-weight:600}.pending{color:#a60}"""
-
-
-def deviation_table(registry) -> Table:
-    t = Table("deviations", "Deviation log (registry): every departure from the frozen protocol.",
-              ["Id", "Date", "Title", "Category", "Applies to"])
-    for entry in registry.deviations.active():
-        scope = "all arms" if entry.all_arms else ", ".join([*entry.arms, *(c.arm for c in entry.cells)]) or "—"
-        t.rows.append([str(entry.id), str(entry.date), entry.title, entry.category, scope])
-    return t
-
-
-def compliance_table(study: str, root: Path, results_dir: Path) -> Table:
-    from negotiation.registry import run_audit
-
-    t = Table("audit", "Protocol compliance (nego audit): each check, its status and its evidence.",
-              ["Check", "Status", "Evidence", "Deviations"])
-    try:
-        report = run_audit(study, root=root, results_dir=results_dir)
-    except NegotiationError as exc:
-        t.rows.append(["audit", "error", str(exc), "—"])
-        return t
-    for finding in report.findings:
-        t.rows.append([finding.check, finding.status, finding.evidence,
-                       ", ".join(map(str, finding.deviations)) or "—"])
-    return t
 
 
 def markdown_table(table: Table) -> str:
@@ -123,18 +98,14 @@ def _preamble(study: str, result: AnalysisResult, validation: Any) -> list[str]:
     ]
 
 
-def build_report(result: AnalysisResult, study: Study, results_dir: Path, out_dir: Path, validation,
+def build_report(result: AnalysisResult, study: Study, out_dir: Path, validation, registry: RegistryInputs,
                  transcripts: str | None = "transcripts.html") -> dict[str, Path]:
     """Write ``report.html``, ``report.md`` and ``figures/*.png`` under ``out_dir``; arm names in the
     tables link to the transcript viewer at ``transcripts`` (relative to the report; None: no links)."""
-    from negotiation.registry import load_registry
-
     out = Path(out_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    registry = load_registry(study.name, study.root)
-    r = Report(result, study.protocol, study.arms, registry=registry, guards=study_guard_rules(study))
-    tables = [builder(r) for builder in BUILDERS]
-    tables += [deviation_table(registry), compliance_table(study.name, study.root, Path(results_dir))]
+    r = Report(result, study.protocol, study.arms, served=registry.served, guards=study_guard_rules(study))
+    tables = [builder(r) for builder in BUILDERS] + list(registry.appendix)
     figures = {name: draw(r) for name, draw in FIGURES.items()}
     paths = {f"figures/{name}.png": out / "figures" / f"{name}.png" for name in figures}
     for name, png in figures.items():

@@ -20,15 +20,9 @@ import pandas as pd
 
 from negotiation.analysis._analysis import AnalysisResult, run_analysis, bootstrap_settings, write_analysis
 from negotiation.analysis._errors import AnalysisError
+from negotiation.analysis._tables import RegistryInputs
 from negotiation.analysis._validate import ValidationReport, require_valid, validate_episodes, validation_settings
 from negotiation.study import ResultsLayout, Study, load_token_prices, study_guard_rules
-
-
-def _signoffs(study: Study) -> dict[str, Any]:
-    """The hand-read sign-offs of ``study`` by arm (the hand-read guard reads them)."""
-    from negotiation.registry import load_registry
-
-    return load_registry(study.name, study.root).signoffs
 
 
 def scoped(study: Study, arms: Iterable[str] | None) -> Study:
@@ -96,22 +90,24 @@ def require_validated(study: Study, results_dir: Path) -> ValidationReport:
     return report
 
 
-def analyze_results(study: Study, results_dir: Path, *, seed: int, resamples: int | None = None
-                    ) -> AnalysisResult:
-    """Run the analysis on validated tables and write ``analyze/``."""
+def analyze_results(study: Study, results_dir: Path, registry: RegistryInputs, *, seed: int,
+                    resamples: int | None = None) -> AnalysisResult:
+    """Run the analysis on validated tables and write ``analyze/`` (``registry``: the sign-offs
+    the hand-read guard reads)."""
     require_validated(study, results_dir)
     episodes, turns = load_tables(results_dir, study.arms)
     settings = bootstrap_settings(study.protocol, seed=seed, resamples=resamples)
     result = run_analysis(episodes, study.protocol, study.arms, settings, turns=turns or None,
-                          signoffs=_signoffs(study), rules=study_guard_rules(study),
+                          signoffs=registry.signoffs, rules=study_guard_rules(study),
                           prices=load_token_prices(study.name, study.root))
     write_analysis(result, ResultsLayout(Path(results_dir)).analyze, study.name)
     return result
 
 
-def report_results(study: Study, results_dir: Path, out_dir: Path, *, seed: int,
+def report_results(study: Study, results_dir: Path, out_dir: Path, registry: RegistryInputs, *, seed: int,
                    resamples: int | None = None) -> dict[str, Path]:
-    """Validation gate, analysis (rewriting ``analyze/``) and the report under ``out_dir``.
+    """Validation gate, analysis (rewriting ``analyze/``) and the report under ``out_dir``
+    (``registry``: what it reads from the registry, ``negotiation.pipeline.registry_inputs``).
 
     The analysis is deterministic in ``seed``, so re-running it here reproduces the
     analyze stage's numbers exactly while keeping everything the report draws in memory.
@@ -119,8 +115,8 @@ def report_results(study: Study, results_dir: Path, out_dir: Path, *, seed: int,
     from negotiation.analysis._report import build_report
 
     validation = require_validated(study, results_dir)
-    result = analyze_results(study, results_dir, seed=seed, resamples=resamples)
-    return build_report(result, study, results_dir, out_dir, validation)
+    result = analyze_results(study, results_dir, registry, seed=seed, resamples=resamples)
+    return build_report(result, study, out_dir, validation, registry)
 
 
 def viewer_results(study: Study, results_dir: Path, out_path: Path, *, arms=None, max_episodes: int,

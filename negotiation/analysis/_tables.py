@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from negotiation.analysis._analysis import AnalysisResult
 from negotiation.analysis._multiple import MARK_STYLE_GUARD
@@ -31,6 +31,19 @@ class Table:
     rows: list[list[str]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class RegistryInputs:
+    """What the analysis and report read from ``registry/<study>/``, passed in as arguments (the
+    pipeline's ``registry_inputs`` builds it): the analysis does not import the registry."""
+
+    signoffs: Mapping[str, Any]
+    """Arm -> the reader's ``SignOff`` (the hand-read guard)."""
+    served: Mapping[str, Any]
+    """Arm -> the protocol it was served with: the frozen one plus its deviations' ``values``."""
+    appendix: tuple[Table, ...] = ()
+    """Tables the report shows after its own: the deviation log, the audit's compliance table."""
+
+
 def number(value: Any, digits: int = 3, signed: bool = False) -> str:
     """A float as text, '—' when missing."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -45,9 +58,12 @@ def percent(value: Any) -> str:
 class Report:
     """Lookups shared by the table builders: arms, contrasts by name, readings by arm."""
 
-    def __init__(self, result: AnalysisResult, protocol, arms: dict[str, Any], registry: Any = None,
+    def __init__(self, result: AnalysisResult, protocol, arms: dict[str, Any], served: Mapping[str, Any] | None = None,
                  guards: Any = None) -> None:
-        self.result, self.protocol, self.registry, self.guards = result, protocol, registry, guards
+        """``served``: arm -> the protocol it was served with (the frozen one plus its deviations'
+        ``values``, ``negotiation.registry.effective_protocol``); an arm missing from it was served
+        under ``protocol``."""
+        self.result, self.protocol, self.served, self.guards = result, protocol, dict(served or {}), guards
         present = list(result.arm_table.index)
         self.arms = {name: arms[name] for name in present if name in arms}
         self.contrasts = {c.spec.name: c for c in result.contrasts}

@@ -1,7 +1,8 @@
 """Tables 7 and 8: what each arm needs to serve, and relative training compute per step.
 
 Both read the protocol's ``sizes`` (Table 8 settings) and the serving each arm actually ran with:
-the frozen protocol plus its deviations' ``values`` (``negotiation.registry.effective_protocol``),
+the frozen protocol plus its deviations' ``values`` (``Report.served``, which the pipeline fills
+from ``negotiation.registry.effective_protocol``),
 so the paper's 31B arms show the four accelerators of deviation 17 while the frozen protocol
 keeps its two. Relative FLOPs per step follow Appendix I: per-step compute is about proportional to
 the parameter count ``N`` entering the pass (``C ≈ 2 N D_gen + 6 N D_train`` with ``D`` matched
@@ -39,11 +40,7 @@ def serving_accelerators(r: Report, arm: str) -> int | None:
     size = r.arms[arm].size
     if size is None:
         return None
-    protocol = r.protocol
-    if r.registry is not None:
-        from negotiation.registry import effective_protocol
-
-        protocol = effective_protocol(protocol, r.registry, arm)
+    protocol = r.served.get(arm, r.protocol)
     return getattr(protocol.sizes[size], "eval_accelerators", None)
 
 

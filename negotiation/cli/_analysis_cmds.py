@@ -15,7 +15,7 @@ from typing import Any, Optional
 import numpy as np
 import typer
 
-from negotiation.analysis import AnalysisError, SignoffError
+from negotiation.analysis import AnalysisError
 
 STUDY = typer.Option("demo", "--study", help="Study whose protocol/<study>/ supplies the constants.")
 ROOT = typer.Option(None, "--root", help="Repository root holding protocol/ and registry/ (default: this checkout).")
@@ -153,11 +153,13 @@ def analyze_command(
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
 ) -> None:
     """Metrics, contrasts (Holm on the primary family), frontier columns and guards → analyze/."""
+    from negotiation.analysis import analyze_results
+    from negotiation.pipeline import registry_inputs
     from negotiation.study import load_study
-    from negotiation.analysis._results import analyze_results
 
     context = load_study(study, root)
-    result = analyze_results(context, _results_dir(context, results), seed=seed, resamples=resamples)
+    result = analyze_results(context, _results_dir(context, results), registry_inputs(context), seed=seed,
+                             resamples=resamples)
     typer.echo(f"{len(result.contrasts)} contrasts, {len(result.guards)} guards, "
                f"{len(result.solutions)} scenario frontiers written to {_results_dir(context, results)}")
 
@@ -174,12 +176,10 @@ def signoff_command(
     root: Optional[Path] = ROOT,
 ) -> None:
     """Record a reader's hand-read sign-off of an arm in registry/<study>/signoffs/<arm>.yaml."""
-    from negotiation.analysis._packet import record_signoff
+    from negotiation.registry import record_signoff
     from negotiation.study import load_study
 
     context = load_study(study, root)
-    if arm not in context.arms:
-        raise SignoffError("signoff", "arm", f"{arm!r} is not an arm of study {study!r}")
     when = dt.date.fromisoformat(date) if date else dt.date.today()
     path = record_signoff(context, arm, reader=reader, verdict=verdict, transcripts=transcripts,
                           families=tuple(f.strip() for f in families.split(",") if f.strip()), notes=notes, date=when)
@@ -193,12 +193,14 @@ def report_command(
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
 ) -> None:
     """Validated tables → analysis → report.html, report.md and figures/*.png."""
+    from negotiation.analysis import report_results
+    from negotiation.pipeline import registry_inputs
     from negotiation.study import load_study
-    from negotiation.analysis._results import report_results
 
     context = load_study(study, root)
     folder = _results_dir(context, results)
-    paths = report_results(context, folder, out or folder / "report", seed=seed, resamples=resamples)
+    paths = report_results(context, folder, out or folder / "report", registry_inputs(context, folder), seed=seed,
+                           resamples=resamples)
     typer.echo(f"report: {paths['report.html']} and {paths['report.md']}")
 
 

@@ -11,7 +11,8 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "_analysis": ("run_analyze", "run_audit_stage", "run_report", "run_validate"),
+    "_analysis": ("compliance_table", "deviation_table", "registry_inputs", "run_analyze", "run_audit_stage",
+                  "run_report", "run_validate"),
     "_evaluate": ("GateClosedError", "arm_metrics", "run_evaluate_stage", "run_pilot_stage"),
     "_progress": ("StageProgress",),
     "_plan": ("build_plan", "gpu_profile_arms", "plan_path", "render_plan", "stale_code_deps", "write_plan"),

@@ -13,11 +13,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from negotiation.analysis import run_analysis
-from negotiation.analysis._analysis import bootstrap_settings, write_analysis
-from negotiation.analysis._results import load_tables, require_validated, scoped, validate_results, viewer_results
+from negotiation.analysis import (
+    RegistryInputs, Table, bootstrap_settings, load_tables, require_validated, run_analysis, scoped, validate_results,
+    viewer_results, write_analysis,
+)
+from negotiation.errors import NegotiationError
 from negotiation.study import ResultsLayout, Study, load_study, load_token_prices, protocol_hash, study_guard_rules
-from negotiation.registry import load_registry, run_audit
+from negotiation.registry import Registry, effective_protocol, load_registry, run_audit
 from negotiation.tracking import MlflowTracker, experiment_name, git_commit
 from negotiation.pipeline._plan import gpu_profile_arms
 
@@ -33,6 +35,42 @@ def _planned(study: str, arms: list[str] | None) -> Study:
         gpu_only = gpu_profile_arms(loaded)
         arms = [name for name in loaded.arms if name not in gpu_only] if gpu_only else None
     return scoped(loaded, arms)
+
+
+def deviation_table(registry: Registry) -> Table:
+    """The report's deviation log: every active deviation, its date, category and scope."""
+    t = Table("deviations", "Deviation log (registry): every departure from the frozen protocol.",
+              ["Id", "Date", "Title", "Category", "Applies to"])
+    for entry in registry.deviations.active():
+        scope = "all arms" if entry.all_arms else ", ".join([*entry.arms, *(c.arm for c in entry.cells)]) or "—"
+        t.rows.append([str(entry.id), str(entry.date), entry.title, entry.category, scope])
+    return t
+
+
+def compliance_table(study: Study, results_dir: Path) -> Table:
+    """The report's compliance table: each audit check, its status and evidence (an audit that
+    cannot run is one ``error`` row naming why)."""
+    t = Table("audit", "Protocol compliance (nego audit): each check, its status and its evidence.",
+              ["Check", "Status", "Evidence", "Deviations"])
+    try:
+        report = run_audit(study.name, root=study.root, results_dir=results_dir)
+    except NegotiationError as exc:
+        t.rows.append(["audit", "error", str(exc), "—"])
+        return t
+    for finding in report.findings:
+        t.rows.append([finding.check, finding.status, finding.evidence,
+                       ", ".join(map(str, finding.deviations)) or "—"])
+    return t
+
+
+def registry_inputs(study: Study, results_dir: Path | None = None) -> RegistryInputs:
+    """What the analysis reads from ``registry/<study>/``: the sign-offs, each arm's served
+    protocol (``effective_protocol``) and, with ``results_dir``, the report's deviation-log and
+    compliance tables."""
+    registry = load_registry(study.name, study.root)
+    served = {arm: effective_protocol(study.protocol, registry, arm) for arm in study.arms}
+    appendix = () if results_dir is None else (deviation_table(registry), compliance_table(study, Path(results_dir)))
+    return RegistryInputs(signoffs=registry.signoffs, served=served, appendix=appendix)
 
 
 def run_validate(study: str, results_dir: Path, *, arms: list[str] | None = None) -> dict[str, Any]:
@@ -75,7 +113,7 @@ def run_report(study: str, results_dir: Path, out_dir: Path, *, seed: int, resam
 
     context, validation, result = _analysis(study, results_dir, seed, resamples, arms)
     out = Path(out_dir)
-    paths = build_report(result, context, Path(results_dir), out, validation)
+    paths = build_report(result, context, out, validation, registry_inputs(context, Path(results_dir)))
     paths["transcripts.html"] = viewer_results(context, Path(results_dir), out / "transcripts.html",
                                                max_episodes=viewer_episodes, seed=seed)
     if track:

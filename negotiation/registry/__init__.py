@@ -19,10 +19,11 @@ from negotiation.registry._readpoint import (
     select_read_point,
 )
 from negotiation.registry._scaffold import new_deviation
+from negotiation.registry._signoffs import SignoffError, record_signoff
 
 __all__ = [
     "CATEGORIES", "CHECKS", "AuditReport", "Cell", "CheckpointError", "Deviation", "DeviationLog", "Finding",
-    "ReadPoint", "Registry", "SignOff", "effective_protocol",
-    "list_checkpoint_steps", "load_deviation_log", "load_registry", "new_deviation", "run_audit",
+    "ReadPoint", "Registry", "SignOff", "SignoffError", "effective_protocol",
+    "list_checkpoint_steps", "load_deviation_log", "load_registry", "new_deviation", "record_signoff", "run_audit",
     "select_checkpoint", "select_read_point", "value_problems",
 ]

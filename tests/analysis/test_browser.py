@@ -19,12 +19,14 @@ def browser(chromium):
 
 @pytest.fixture(scope="module")
 def built(demo_root, demo_results, tmp_path_factory):
+    from negotiation.analysis import report_results, viewer_results
+    from negotiation.pipeline import registry_inputs
     from negotiation.study import load_study
-    from negotiation.analysis._results import report_results, viewer_results
 
     out = tmp_path_factory.mktemp("pages")
     context = load_study("demo", demo_root)
-    paths = report_results(context, demo_results, out / "report", seed=0, resamples=2000)
+    paths = report_results(context, demo_results, out / "report", registry_inputs(context, demo_results), seed=0,
+                           resamples=2000)
     viewer = viewer_results(context, demo_results, out / "viewer.html", arms=["w16_base", "w16_lr3x"],
                             max_episodes=10_000, seed=0)
     return paths, viewer

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from negotiation.analysis import ValidationFailed
 from negotiation.analysis._bargaining import signed_distance
 from negotiation.cli._analysis_cmds import analysis_app
-from negotiation.analysis._errors import SignoffError
+from negotiation.registry import SignoffError
 from negotiation.analysis._frontier import Frontier
 
 runner = CliRunner()

@@ -16,6 +16,7 @@ from negotiation.analysis._paired import PairedTables
 from negotiation.analysis._roles import size_roles, table_rate, text_contrasts
 from negotiation.analysis._tables import Report
 from negotiation.study import ContrastSpec, load_study
+from negotiation.pipeline import registry_inputs
 from negotiation.registry import load_registry
 
 from tests.analysis.frames import episode, frame
@@ -121,7 +122,7 @@ def _fake(mean: float, name: str):
 def test_table_1_has_the_paper_s_rows_columns_and_step_labels():
     from negotiation.analysis._tables_paper import table1_paper
 
-    protocol, arms, registry = _paper()
+    protocol, arms, _ = _paper()
     roles = size_roles(protocol, arms, list(arms))
     names = []
     for role in roles.values():
@@ -131,7 +132,7 @@ def test_table_1_has_the_paper_s_rows_columns_and_step_labels():
     contrasts = [_fake(0.001 * i, n) for i, n in enumerate(names)]
     result = SimpleNamespace(arm_table=pd.DataFrame({"S": [0.5] * len(arms)}, index=list(arms)),
                              contrasts=contrasts, dagger={"31b_lr3x_56"})
-    table = table1_paper(Report(result, protocol, arms, registry=registry))
+    table = table1_paper(Report(result, protocol, arms, served=registry_inputs(load_study("paper")).served))
     assert table.headers == ["Size", "3× LR S", "− base: shared LR", "− base: 3× LR",
                              "3× − shared: early ckpt (56 v. 56/64)", "3× − shared: @104 steps"]
     assert [row[0] for row in table.rows] == ["2.3B", "4.5B", "12B", "31B"]

@@ -10,14 +10,14 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def paper_report(tmp_path_factory):
-    from negotiation.analysis._results import report_results
+    from negotiation.analysis import report_results, write_synthetic_results
+    from negotiation.pipeline import registry_inputs
     from negotiation.study import load_study
-    from negotiation.analysis import write_synthetic_results
 
     context = load_study("paper")
     results = write_synthetic_results(context.protocol, list(context.arms), tmp_path_factory.mktemp("paper_results"), 3).dir
     out = tmp_path_factory.mktemp("paper_report")
-    paths = report_results(context, results, out, seed=0, resamples=500)
+    paths = report_results(context, results, out, registry_inputs(context, results), seed=0, resamples=500)
     return paths, paths["report.md"].read_text(encoding="utf-8")
 
 

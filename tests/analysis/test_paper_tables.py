@@ -9,8 +9,9 @@ import pandas as pd
 
 from negotiation.analysis._tables import Report
 from negotiation.analysis._tables_compute import table7, table8
-from negotiation.study import load_study
+from negotiation.pipeline import registry_inputs
 from negotiation.registry import load_registry
+from negotiation.study import load_study
 
 
 def _report() -> Report:
@@ -18,7 +19,7 @@ def _report() -> Report:
     arms = {**study.arms, **registry.added}
     result = SimpleNamespace(arm_table=pd.DataFrame({"S": [0.5] * len(arms)}, index=list(arms)), contrasts=[],
                              dagger=set())
-    return Report(result, study.protocol, arms, registry=registry)
+    return Report(result, study.protocol, arms, served=registry_inputs(study).served)
 
 
 def test_step_labels_are_the_steps_the_paper_read():
