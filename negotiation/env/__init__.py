@@ -46,14 +46,14 @@ __all__ = [
     "Agent", "Domain", "EnvConfig", "Episode", "Message", "Negotiation", "ParsedTurn",
     "PartyPrefs", "Reply", "Role", "Scenario", "Score", "Term", "TurnRecord", "View",
     "aplay_turn", "arespond", "arun_episode", "canonical_value", "default_domains_dir", "episode_reward",
-    "episode_row",
+    "episode_row", "error_row",
     "episodes_to_frames", "eq1_reward", "feature", "frontloaded_step_rewards", "load_domain",
     "load_domain_file", "load_domains", "make_scenario", "parse_message", "run_episode",
     "score_ledger", "score_prefs", "to_json", "turn_rows", "u_tilde", "write_tables",
 ]
 
 _LAZY = {name: "negotiation.env._tables" for name in
-         ("KEY", "episode_row", "episodes_to_frames", "to_json", "turn_rows", "write_tables")}
+         ("KEY", "episode_row", "episodes_to_frames", "error_row", "to_json", "turn_rows", "write_tables")}
 # REPO_ROOT and DOMAINS_DIR follow the working directory (negotiation._root), so they are
 # resolved on each access rather than fixed at import.
 _LAZY.update({"REPO_ROOT": "negotiation.env._domain", "DOMAINS_DIR": "negotiation.env._domain"})

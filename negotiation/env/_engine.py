@@ -16,7 +16,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
 from negotiation.env._domain import Role
 from negotiation.env._parse import ParsedTurn, parse_message, valid_text
@@ -105,13 +105,23 @@ class Episode:
 
     @property
     def n_rounds(self) -> int:
-        return math.ceil(self.n_turns / 2)
+        return rounds_of(self.n_turns)
 
     def n_bad(self, role: Role | None = None) -> int:
-        return sum(1 for t in self.turns if not t.ok and (role is None or t.role == role))
+        return bad_turns(self.turns, role)
 
     def n_turns_of(self, role: Role) -> int:
         return sum(1 for t in self.turns if t.role == role)
+
+
+def rounds_of(n_turns: int) -> int:
+    """Rounds begun in ``n_turns`` turns (a round is a seller and a buyer turn)."""
+    return math.ceil(n_turns / 2)
+
+
+def bad_turns(turns: Sequence[TurnRecord], role: Role | None = None) -> int:
+    """Malformed turns among ``turns`` (of ``role`` only, when given)."""
+    return sum(1 for t in turns if not t.ok and (role is None or t.role == role))
 
 
 def _count_term_issues(scenario: Scenario, terms: tuple[tuple[str, Any], ...]) -> tuple[int, int, int]:

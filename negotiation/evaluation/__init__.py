@@ -1,7 +1,7 @@
 """The evaluation harness: cell runner, results store, pilot gate, accounting, stand-in server."""
 
 from negotiation.evaluation._accounting import arm_accounting, write_accounting
-from negotiation.evaluation._cell import AgentPool, CellProgress, CellSpec, error_row, play_episode, run_cell
+from negotiation.evaluation._cell import AgentPool, CellProgress, CellSpec, play_episode, run_cell
 from negotiation.evaluation._fingerprint import StoreFingerprint, adopt_fingerprint
 from negotiation.evaluation._pilot import GateRule, PilotResult, decide, run_pilot
 from negotiation.evaluation._run import EvaluationResult, RunOptions, cell_fingerprint, evaluate_arm, evaluate_cell
@@ -13,7 +13,7 @@ from negotiation.evaluation._store import ResultsStore, StoreLockedError
 __all__ = [
     "FAULT_KINDS", "PERSONAS", "AgentPool", "CellProgress", "CellSpec", "EvaluationResult", "Faults", "GateRule",
     "PilotResult", "PromptReadError", "ResultsStore", "RunOptions", "StandinConfig", "StandinServer",
-    "StoreFingerprint", "StoreLockedError", "adopt_fingerprint", "agent_factory", "arm_accounting", "build_cell", "cell_fingerprint", "decide", "env_config", "error_row",
+    "StoreFingerprint", "StoreLockedError", "adopt_fingerprint", "agent_factory", "arm_accounting", "build_cell", "cell_fingerprint", "decide", "env_config",
     "evaluate_arm", "evaluate_cell", "parse_buyers", "parse_seeds", "play_episode", "read_view", "run_cell",
     "run_pilot", "write_accounting",
 ]

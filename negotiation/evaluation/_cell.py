@@ -5,8 +5,9 @@ bound per endpoint, inside the LLM agents). Each finished episode is written to 
 store at once, so a crash loses only the episodes in flight and a rerun resumes.
 
 An agent call that fails for good (a permanent error, or retries exhausted) ends its episode as
-ONE error row: ``outcome = "error"``, the error's class and message, NaN scores, the tokens,
-cost and retries spent so far, and no turn rows. The failed call is never applied as a move.
+ONE error row (``negotiation.env.error_row``: the episode table's columns, ``outcome = "error"``,
+the error's class and message, NaN scores, the counts, tokens, cost and retries spent so far),
+and no turn rows. The failed call is never applied as a move.
 Any other exception is a bug and stops the cell.
 """
 
@@ -20,8 +21,9 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.agents._llm_retry import AgentCallError
-from negotiation.env import RECORD_VERSION, EnvConfig, Negotiation, aplay_turn, episode_row, load_domain, make_scenario
-from negotiation.env import turn_rows
+from negotiation.env import (
+    EnvConfig, Negotiation, aplay_turn, episode_row, error_row, load_domain, make_scenario, turn_rows,
+)
 from negotiation.evaluation._store import Key, ResultsStore
 
 
@@ -82,30 +84,6 @@ def prompt_hash_of(*agents: Any) -> str:
     return "|".join(sorted({h for a in agents if (h := getattr(a, "prompt_hash", None))}))
 
 
-def _spent(game: Negotiation, role: str, attr: str) -> int:
-    return sum(getattr(t.reply, attr) for t in game.turns if t.role == role)
-
-
-def error_row(game: Negotiation, key: Key, extra: dict[str, Any], err: AgentCallError,
-              seller: Any, buyer: Any) -> dict[str, Any]:
-    """The single row recording an episode whose agent call failed for good."""
-    arm, domain, seed, label = key
-    nan = math.nan
-    return {
-        "arm": arm, "study": extra.get("study", ""), "buyer": label, **extra,
-        "domain": domain, "seed": seed, "sample_seed": game.sample_seed, "seller": seller.spec,
-        "buyer_spec": buyer.spec, "phase": game.config.phase, "outcome": "error", "deal": False, "S": nan,
-        "seller_u": nan, "buyer_u": nan, "reward": nan, "n_turns": len(game.turns),
-        "tokens_in_seller": _spent(game, "seller", "tokens_in"), "tokens_out_seller": _spent(game, "seller", "tokens_out"),
-        "tokens_in_buyer": _spent(game, "buyer", "tokens_in"), "tokens_out_buyer": _spent(game, "buyer", "tokens_out"),
-        "cost": sum(t.reply.cost or 0.0 for t in game.turns),
-        "retries": sum(t.reply.retries for t in game.turns) + err.retries,
-        "latency_s": sum(t.reply.latency_s for t in game.turns), "cost_known": _cost_known(game, (seller, buyer)),
-        "error_class": err.error_class, "error_message": f"{err.role} call at turn {len(game.turns) + 1}: {err.message}",
-        "record_version": RECORD_VERSION,
-    }
-
-
 def _cost_known(game: Negotiation, agents: tuple[Any, Any]) -> bool:
     """Whether every turn of a priced (LLM) agent reported a cost."""
     priced = {a.spec for a in agents if hasattr(a, "price")}
@@ -126,7 +104,10 @@ async def play_episode(key: Key, attempt: int, cell: CellSpec, seller: Any, buye
         while not game.done:
             await aplay_turn(game, agents[game.next_role])
     except AgentCallError as err:
-        return error_row(game, key, extra, err, seller, buyer), []
+        extra["cost_known"] = _cost_known(game, (seller, buyer))
+        message = f"{err.role} call at turn {len(game.turns) + 1}: {err.message}"
+        return error_row(game, seller.spec, buyer.spec, extra, error_class=err.error_class, error_message=message,
+                         retries=err.retries), []
     episode = game.record(seller.spec, buyer.spec)
     extra["cost_known"] = _cost_known(game, (seller, buyer))
     return episode_row(episode, extra), turn_rows(episode, extra)

@@ -12,7 +12,8 @@ from hypothesis import given, settings, strategies as st
 
 from negotiation.agents import make_agent
 from negotiation.env import (
-    KEY, episodes_to_frames, load_domain, load_domains, make_scenario, run_episode, write_tables,
+    KEY, Negotiation, episode_row, episodes_to_frames, error_row, load_domain, load_domains, make_scenario,
+    run_episode, write_tables,
 )
 from tests.env.toy_env import Replay, env_config, message
 
@@ -71,6 +72,23 @@ def test_no_deal_row_has_nan_scores_and_counts_bad_turns(toy):
     assert nd.reward == pytest.approx(-0.35)
     bad = turns[(turns.seed == toy.seed) & (turns.role == "buyer")].iloc[-1]
     assert (bool(bad.ok), bad.error, bad.action) == (False, "no_action", "")
+
+
+def test_an_error_row_has_the_played_rows_columns_order_and_types(toy):
+    """The harness's error row and the engine's row are one schema: a table mixing them keeps
+    every column's type (no int column turned float, no column missing from either)."""
+    extra = {"arm": "a", "study": "demo", "buyer": "b", "attempt": 1, "prompt_hash": "", "cost_known": True}
+    game = Negotiation(toy, env_config())
+    game.apply(message("COUNTER", price=80))
+    game.apply(message("COUNTER", price=60))
+    failed = error_row(game, "s", "b", extra, error_class="BadRequestError", error_message="seller call at turn 3: x",
+                       retries=2)
+    for played in map(lambda e: episode_row(e, extra), _two_episodes(toy)):
+        assert list(failed) == list(played)
+        assert pd.DataFrame([failed]).dtypes.to_dict() == pd.DataFrame([played]).dtypes.to_dict()
+    assert (failed["outcome"], failed["deal"], failed["n_turns"], failed["n_rounds"]) == ("error", False, 2, 1)
+    assert all(math.isnan(failed[c]) for c in ("S", "seller_u", "buyer_u", "reward", "closing_turn"))
+    assert json.loads(failed["final_ledger"]) == {"price": 60} and failed["retries"] == 2
 
 
 def test_write_tables_round_trips(toy, tmp_path):

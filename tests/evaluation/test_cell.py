@@ -88,6 +88,14 @@ def test_a_permanent_failure_is_one_error_row_and_never_a_move(tmp_path):
     assert row["retries"] == 1 + 3 and row["cost"] == pytest.approx(0.001)
     assert turns.empty  # no turn rows for an error row
     assert len(list((tmp_path / "shards").glob("*/*.a001.error.json"))) == 1
+    played, _ = store_of_played(cell, tmp_path / "played")
+    assert list(episodes.columns) == list(played.columns)  # one schema: the engine's columns, in its order
+
+
+def store_of_played(cell, folder):
+    store = ResultsStore(folder)
+    run(cell, store)
+    return store.frames()
 
 
 def test_retry_errors_reruns_the_error_row_as_a_second_attempt(tmp_path):
