@@ -20,6 +20,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from negotiation.env._domain import Role
 from negotiation.env._parse import ParsedTurn, parse_message, valid_text
+from negotiation.env._record import frozen_record
 from negotiation.env._scenario import Scenario
 from negotiation.env._utility import INVALID, Score, canonical_value, score_ledger
 from negotiation.env._view import Agent, Message, Reply, View, arespond
@@ -52,7 +53,7 @@ class EnvConfig:
         return 2 * self.max_rounds
 
 
-@dataclass(frozen=True)
+@frozen_record
 class TurnRecord:
     """Everything that happened in one turn."""
 
@@ -72,7 +73,7 @@ class TurnRecord:
     reply: Reply = field(default_factory=lambda: Reply(""))
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Episode:
     """One finished negotiation."""
 

@@ -26,8 +26,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
+
+from negotiation.env._record import frozen_record
 
 Action = Literal["COUNTER", "ACCEPT"]
 
@@ -51,7 +53,7 @@ _WORK_FACTOR, _WORK_BASE, _ATTEMPT_COST = 4, 65_536, 64  # an attempt's overhead
 _FAILED, _TOO_DEEP = object(), object()
 
 
-@dataclass(frozen=True)
+@frozen_record
 class ParsedTurn:
     """What the parser made of one message."""
 
@@ -194,17 +196,25 @@ def _clean_prose(text: str) -> str:
         text = _FENCE.sub(" ", text)
     # Runs of whitespace become one space, ends stripped: str.split and the regex ``\s`` both
     # use Python's Unicode whitespace, so this equals re.sub(r"\s+", " ", text).strip() (tested).
+    # Most prose is already in that form once stripped: a printable string has no whitespace but
+    # the ASCII space (every other whitespace character is unprintable), and without a double
+    # space it has no run to fold; three C scans instead of splitting it into words.
+    text = text.strip()
+    if text.isprintable() and "  " not in text:
+        return text
     return " ".join(text.split())
 
 
 def _flags(prose: str) -> dict[str, bool]:
     # A bracketed placeholder is its own flag, not a JSON fragment. A placeholder needs "[" and a
     # template tag "<" or "["; most prose has neither, and skipping their scans is measurable.
+    # A JSON fragment needs a bracket, a brace or a quote: the regex runs only when one is there.
     bracket = "[" in prose
     placeholder = bracket and _PLACEHOLDER.search(prose) is not None
-    without_placeholders = _PLACEHOLDER.sub(" ", prose) if placeholder else prose
+    without = _PLACEHOLDER.sub(" ", prose) if placeholder else prose
+    leak_chars = bracket or "{" in without or "}" in without or "]" in without or '"' in without
     return {
-        "json_leak": _JSON_LEAK.search(without_placeholders) is not None,
+        "json_leak": leak_chars and _JSON_LEAK.search(without) is not None,
         "placeholder": placeholder,
         "template_tag": (bracket or "<" in prose) and _TEMPLATE_TAG.search(prose) is not None,
     }

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from negotiation.env._domain import Domain, Role, Term
+from negotiation.env._record import frozen_record
 from negotiation.env._scenario import PartyPrefs, Scenario
 
 _FLOAT_MAX = sys.float_info.max
 INVALID = object()  # sentinel: the value cannot be scored for this term
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Score:
     """One party's score of a ledger."""
 

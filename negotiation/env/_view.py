@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, runtime_checkable
 
 from negotiation.env._domain import Domain, Role
+from negotiation.env._record import frozen_record
 from negotiation.env._scenario import PartyPrefs
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Message:
     """One past turn as the viewing party knows it."""
 
@@ -27,7 +27,7 @@ class Message:
     as an unchanged table shows a reader. Scripted agents accept only after a readable turn."""
 
 
-@dataclass(frozen=True)
+@frozen_record
 class View:
     """A party's own view of the negotiation before it speaks: never the other's preferences."""
 
@@ -51,7 +51,7 @@ class View:
         return (self.turn + 1) // 2
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Reply:
     """An agent's message and what it cost."""
 
