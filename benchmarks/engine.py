@@ -20,7 +20,10 @@ seller and three buyer personas) whose episode and turn tables must be identical
 Prints both rates, their ratio and the table digests; exit status 1 when the transcripts differ
 or ours is below ``--min-rate`` episodes/s::
 
-    python benchmarks/engine.py --against main --rounds 5 [--min-rate 1000]
+    python benchmarks/engine.py --against main --rounds 5 [--min-rate 1000] [--cpu 0]
+
+``--cpu N`` pins this process and its workers to core ``N`` (what ``taskset -c N`` does), the
+"one core" of the target.
 """
 
 from __future__ import annotations
@@ -127,8 +130,9 @@ def against(args: argparse.Namespace) -> int:
                 digests.setdefault(name, result["digest"])
     ours_rate, theirs_rate = statistics.median(ours_rates), statistics.median(theirs_rates)
     same = digests["ours"] == digests["theirs"]
+    cores = sorted(os.sched_getaffinity(0))
     print(f"used_car seed {args.seed}, scripted boulware vs conceder, {args.rounds} alternating rounds of "
-          f"{args.seconds:g} CPU s (medians of episodes per CPU second)")
+          f"{args.seconds:g} CPU s (medians of episodes per CPU second), on core(s) {cores}")
     print(f"ours ({REPO.name}): {ours_rate:8.1f} episodes/s   runs: {', '.join(f'{r:.0f}' for r in ours_rates)}")
     print(f"{args.against:>{len(REPO.name) + 6}}: {theirs_rate:8.1f} episodes/s   "
           f"runs: {', '.join(f'{r:.0f}' for r in theirs_rates)}")
@@ -203,10 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", metavar="REV", help="compare with the engine at this git revision")
     parser.add_argument("--rounds", type=int, default=3, help="alternating runs per side (--against)")
     parser.add_argument("--min-rate", type=float, default=1000.0, help="target episodes/s (--against)")
+    parser.add_argument("--cpu", type=int, metavar="N", help="pin to this core (workers inherit it)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker-rounds", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--digest", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
     if args.worker:
         return worker(args)
     if args.against:

@@ -35,8 +35,8 @@ def term_value(term: Term, role: Role, phi: float) -> float:
 def _value_at(lo: float, hi: float, prefers_high: bool, step: float, phi: float) -> float:
     signed = phi if prefers_high else -phi
     value = lo + (signed + 1.0) / 2.0 * (hi - lo)
-    value = round(round(value / step) * step, 6)
-    return int(value) if float(value).is_integer() else value
+    value = round(round(value / step) * step, 6)  # round(x, 6) of a float is a float
+    return int(value) if value.is_integer() else value
 
 
 def _phi_of(lo: float, hi: float, prefers_high: bool, value: Any) -> float:
@@ -48,13 +48,41 @@ def _phi_of(lo: float, hi: float, prefers_high: bool, value: Any) -> float:
 
 
 _MISSING = object()
+# Each episode's levels so far, by (its first message, role): a view's history is the last one's
+# plus the turns played since, so the scan resumes where it stopped instead of rereading every
+# ledger of the episode each turn (which made a T-round episode quadratic in T). The entry
+# holds the history it was computed from, so a first message's id is never reused while cached.
+_LEVELS: dict[tuple[int, str], tuple[tuple[Message, ...], dict[str, Any]]] = {}
+_MAX_LEVELS = 4096
 
 
 def counterpart_levels(history: tuple[Message, ...], role: Role) -> dict[str, Any]:
-    """Levels the counterpart set on the ledger, latest first wins (its revealed wishes)."""
-    levels: dict[str, Any] = {}
-    before: Mapping[str, Any] = {}
-    for msg in history:
+    """Levels the counterpart set on the ledger, latest first wins (its revealed wishes).
+
+    Equal to ``_scan_levels(history, role, 0, {})``: a cached result for a prefix of
+    ``history`` (equal message for message) is extended by the messages after it.
+    """
+    history = tuple(history)
+    if not history:
+        return {}
+    key = (id(history[0]), role)
+    hit = _LEVELS.get(key)
+    start, levels = 0, {}
+    if hit is not None:
+        prefix, cached = hit
+        if len(prefix) <= len(history) and history[:len(prefix)] == prefix:
+            start, levels = len(prefix), dict(cached)
+    levels = _scan_levels(history, role, start, levels)
+    if len(_LEVELS) >= _MAX_LEVELS:
+        _LEVELS.clear()
+    _LEVELS[key] = (history, levels)
+    return dict(levels)
+
+
+def _scan_levels(history: tuple[Message, ...], role: Role, start: int, levels: dict[str, Any]) -> dict[str, Any]:
+    """``levels`` updated with what the counterpart changed on the ledger in ``history[start:]``."""
+    before: Mapping[str, Any] = history[start - 1].ledger_after if start else {}
+    for msg in history[start:]:
         after = msg.ledger_after
         if msg.role != role:
             get = before.get

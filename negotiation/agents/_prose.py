@@ -50,7 +50,11 @@ def _phrase_parts(domain: Domain) -> dict[str, tuple[str, str, str, str]]:
 
 def term_phrase(domain: Domain, name: str, value: Any) -> str:
     """How a message speaks one term, e.g. ``price at 42 $k`` or ``the Premium interior``."""
-    part = _phrase_parts(domain).get(name)
+    return _phrase(_phrase_parts(domain), name, value)
+
+
+def _phrase(parts: dict[str, tuple[str, str, str, str]], name: str, value: Any) -> str:
+    part = parts.get(name)
     if part is None:
         return f"{humanize(name)} of {value}"
     kind, human, unit, singular = part
@@ -108,7 +112,8 @@ def render_counter(domain: Domain, role: Role, terms: Sequence[tuple[str, Any]],
                    rng: TurnRandom, *, opening: bool, holding: bool = False) -> str:
     """Two or three sentences naming ``terms``, then the COUNTER action."""
     lead = _OPEN[role][rng.integers(len(_OPEN[role]))] + " " if opening or rng.random() < 0.3 else ""
-    phrases = [term_phrase(domain, n, v) for n, v in terms]
+    parts = _phrase_parts(domain)
+    phrases = [_phrase(parts, n, v) for n, v in terms]
     verb = _HOLD[rng.integers(len(_HOLD))] if holding else _COUNTER_LEAD[rng.integers(len(_COUNTER_LEAD))]
     body = f"{verb} {_join(phrases)}."
     close = _CLOSE[rng.integers(len(_CLOSE))]

@@ -77,10 +77,10 @@ class TurnRandom:
     __slots__ = ("_state", "_inc", "_spare", "_numpy")
 
     def __init__(self, entropy: Sequence[int]):
-        words = [int(w) for w in entropy]
+        words = list(map(int, entropy))
         self._numpy = None
         self._spare: int | None = None
-        if not words or len(words) > _POOL or any(w < 0 or w > _M32 for w in words):
+        if not words or len(words) > _POOL or min(words) < 0 or max(words) > _M32:
             self._numpy = np.random.default_rng(words)
             return
         w = _state_words(_pool(words))

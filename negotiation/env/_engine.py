@@ -200,8 +200,7 @@ class Negotiation:
         return record
 
     def _write(self, terms: tuple[tuple[str, Any], ...]) -> None:
-        for name, value in terms:
-            self.ledger[name] = value
+        self.ledger.update(terms)  # in order: a later value for a name wins
 
     def _accept(self, parsed: ParsedTurn, role: Role) -> tuple[bool, str | None]:
         if parsed.terms:

@@ -228,10 +228,18 @@ def _terms_of(obj: dict) -> list[tuple[str, Any]] | None:
         return None
     pairs = []
     for item in terms:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or "value" not in item:
+        if not isinstance(item, dict):
+            return None
+        name = item.get("name")
+        if not isinstance(name, str) or "value" not in item:
             return None
         value = item["value"]
-        pairs.append((valid_text(item["name"]).strip(), valid_text(value) if isinstance(value, str) else value))
+        # valid_text returns ASCII text as it is: only the rest needs its check
+        if not name.isascii():
+            name = valid_text(name)
+        if isinstance(value, str) and not value.isascii():
+            value = valid_text(value)
+        pairs.append((name.strip(), value))
     return pairs
 
 

@@ -132,11 +132,15 @@ def _sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> tuple
                 if (isfinite(value) if number is float else -_FLOAT_MAX <= value <= _FLOAT_MAX if number is int
                         else _is_number(value)):
                     canon = float(value)
-                    clipped = min(max(canon, lo), hi)
+                    # min(max(canon, lo), hi) without the two calls (same result, -0.0 included)
+                    clipped = lo if lo > canon else canon
+                    if hi < clipped:
+                        clipped = hi
                     phi = 2.0 * (clipped - lo) / (hi - lo) - 1.0
                     if sign < 0:
                         phi = -phi
-                    n_oor += clipped != canon
+                    if clipped != canon:
+                        n_oor += 1
                 else:
                     n_invalid += 1
             else:
@@ -147,11 +151,10 @@ def _sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> tuple
                 else:
                     phi = 1.0 if canon == preferred else -1.0
         u += w * phi
-        part = w * (phi + 1.0) / 2.0
         if kind == 0:
-            dist += part
+            dist += w * (phi + 1.0) / 2.0
         else:
-            integ += part
+            integ += w * (phi + 1.0) / 2.0
     return u, dist, integ, n_invalid, n_oor
 
 

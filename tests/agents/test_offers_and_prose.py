@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from negotiation.agents import action_json, offer_at_target, render_accept, render_counter, term_phrase
 from negotiation.agents._offers import changed_terms, counterpart_levels, term_value
@@ -88,3 +89,36 @@ def test_accept_and_action_json():
     assert (accept.ok, accept.action, accept.terms) == (True, "ACCEPT", ())
     assert action_json("COUNTER", [("price", 40)], "n") == (
         '{"action": "COUNTER", "terms": [{"name": "price", "value": 40}], "notes": "n"}')
+
+
+def _plain_counterpart_levels(history, role):
+    """The plain rule: every ledger of the history reread, latest counterpart change wins."""
+    levels, before = {}, {}
+    for msg in history:
+        if msg.role != role:
+            for name, value in msg.ledger_after.items():
+                if name not in before or before[name] != value:
+                    levels[name] = value
+        before = msg.ledger_after
+    return levels
+
+
+ledgers = st.dictionaries(st.sampled_from(["price", "model", "delivery", "color"]),
+                          st.one_of(st.integers(0, 3), st.sampled_from([1.0, True, "SUV", "suv"])), max_size=4)
+histories = st.lists(st.tuples(st.sampled_from(["seller", "buyer"]), ledgers), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(trunk=histories, branches=st.lists(histories, min_size=1, max_size=3), role=st.sampled_from(["seller", "buyer"]))
+def test_counterpart_levels_resumed_equal_the_full_rescan(trunk, branches, role):
+    # Episodes that share their first messages (as views of one episode do, turn after turn)
+    # or only equal ones, asked in interleaved order: every answer is the plain rescan's.
+    shared = [said(i + 1, r, ledger) for i, (r, ledger) in enumerate(trunk)]
+    for branch in branches:
+        history = list(shared)
+        for k, (r, ledger) in enumerate(branch):
+            history.append(said(len(shared) + k + 1, r, ledger))
+            for view_history in (tuple(history), tuple(history[:len(shared)]), tuple(history[:1])):
+                # repr: the same values of the same types in the same order (1 == 1.0 == True)
+                assert repr(counterpart_levels(view_history, role)) == repr(
+                    _plain_counterpart_levels(view_history, role))
