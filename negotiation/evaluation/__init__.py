@@ -3,7 +3,7 @@
 from negotiation.evaluation._accounting import arm_accounting, write_accounting
 from negotiation.evaluation._cell import AgentPool, CellProgress, CellSpec, play_episode, run_cell
 from negotiation.evaluation._fingerprint import StoreFingerprint, adopt_fingerprint
-from negotiation.evaluation._pilot import GateRule, PilotResult, decide, run_pilot
+from negotiation.evaluation._pilot import PilotResult, decide, run_pilot
 from negotiation.evaluation._run import EvaluationResult, RunOptions, cell_fingerprint, evaluate_arm, evaluate_cell
 from negotiation.evaluation._setup import agent_factory, build_cell, env_config, parse_buyers, parse_seeds
 from negotiation.evaluation._standin import FAULT_KINDS, PERSONAS, Faults, StandinConfig, StandinServer
@@ -11,7 +11,7 @@ from negotiation.evaluation._standin_prompt import PromptReadError, read_view
 from negotiation.evaluation._store import ResultsStore, StoreLockedError
 
 __all__ = [
-    "FAULT_KINDS", "PERSONAS", "AgentPool", "CellProgress", "CellSpec", "EvaluationResult", "Faults", "GateRule",
+    "FAULT_KINDS", "PERSONAS", "AgentPool", "CellProgress", "CellSpec", "EvaluationResult", "Faults",
     "PilotResult", "PromptReadError", "ResultsStore", "RunOptions", "StandinConfig", "StandinServer",
     "StoreFingerprint", "StoreLockedError", "adopt_fingerprint", "agent_factory", "arm_accounting", "build_cell", "cell_fingerprint", "decide", "env_config",
     "evaluate_arm", "evaluate_cell", "parse_buyers", "parse_seeds", "play_episode", "read_view", "run_cell",

@@ -16,35 +16,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from negotiation.agents._llm_secrets import redact
 from negotiation.env import EnvConfig
 from negotiation.evaluation._cell import AgentFactory, AgentPool, CellSpec, run_cell
 from negotiation.evaluation._fingerprint import StoreFingerprint, adopt_fingerprint
 from negotiation.evaluation._store import ResultsStore, _safe
+from negotiation.protocol import PilotGate, Protocol
 from negotiation.study import gate_passes
 
 Decision = Literal["pass", "fail", "override", "incomplete"]
 RESULT_VERSION = 1
-
-
-class GateRule(BaseModel):
-    """The protocol's pilot gate, with its seeds."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-    seeds: tuple[int, ...] = Field(min_length=1)
-    """Pilot seeds (protocol ``seeds.pilot``), played on every domain of the cell."""
-    counted_turns: Literal["seller", "all"]
-    """Whose turns count."""
-    max_bad_parses: int = Field(ge=0)
-    """Bad parses a cell may show and still pass."""
-
-    @classmethod
-    def from_protocol(cls, protocol: Any) -> GateRule:
-        gate = protocol.pilot_gate
-        return cls(seeds=tuple(protocol.seeds.pilot.seeds()), counted_turns=gate.counted_turns,
-                   max_bad_parses=gate.max_bad_parses)
 
 
 class PilotResult(BaseModel):
@@ -94,8 +77,9 @@ class PilotResult(BaseModel):
         return self.decision in ("pass", "override")
 
 
-def decide(episodes: pd.DataFrame, rule: GateRule, deviation: int | None) -> dict[str, Any]:
-    """Counts and decision for one cell's pilot episodes (all rows of one arm x buyer)."""
+def decide(episodes: pd.DataFrame, rule: PilotGate, deviation: int | None) -> dict[str, Any]:
+    """Counts and decision for one cell's pilot episodes (all rows of one arm x buyer) under the
+    protocol's ``pilot_gate``."""
     ok = episodes[episodes["outcome"] != "error"]
     errors = int((episodes["outcome"] == "error").sum())
     turns_col, bad_col = ("n_seller_turns", "n_bad_seller") if rule.counted_turns == "seller" else ("n_turns", "n_bad_all")
@@ -128,14 +112,16 @@ def _write_result(path: Path, result: PilotResult) -> None:
     os.replace(tmp, path)
 
 
-async def run_pilot(cell: CellSpec, rule: GateRule, root: Path, env: EnvConfig, agents: AgentPool | AgentFactory, *,
-                    concurrency: int, retry_errors: bool, deviation: int | None = None,
+async def run_pilot(cell: CellSpec, protocol: Protocol, root: Path, env: EnvConfig, agents: AgentPool | AgentFactory,
+                    *, concurrency: int, retry_errors: bool, deviation: int | None = None,
                     fingerprint: StoreFingerprint | None = None) -> dict[str, PilotResult]:
-    """Run (or resume) every buyer's pilot and record each decision; returns them by buyer label.
+    """Run (or resume) every buyer's pilot on the protocol's pilot seeds (``seeds.pilot``, on every
+    domain of the cell), decide each by its ``pilot_gate`` and record it; returns them by buyer label.
 
     With a ``fingerprint``, pilot episodes stored under other inputs are moved aside first.
     """
-    pilot_cell = cell.model_copy(update={"seeds": rule.seeds})
+    rule, seeds = protocol.pilot_gate, tuple(protocol.seeds.pilot.seeds())
+    pilot_cell = cell.model_copy(update={"seeds": seeds})
     store = ResultsStore(Path(root) / "pilot")
     if fingerprint is not None:
         adopt_fingerprint(store.root, fingerprint)
@@ -145,12 +131,12 @@ async def run_pilot(cell: CellSpec, rule: GateRule, root: Path, env: EnvConfig, 
     for label, spec in sorted(cell.buyers.items()):
         mine = episodes if episodes.empty else episodes[
             (episodes["arm"] == cell.arm) & (episodes["buyer"] == label)
-            & episodes["domain"].isin(cell.domains) & episodes["seed"].isin(rule.seeds)]
+            & episodes["domain"].isin(cell.domains) & episodes["seed"].isin(seeds)]
         counts = decide(mine, rule, deviation) if not mine.empty else \
             {"episodes": 0, "error_rows": 0, "turns_counted": 0, "bad_parses": 0, "passed": False,
              "decision": "incomplete", "prompt_hash": ""}
         result = PilotResult(study=cell.study, arm=cell.arm, buyer=label, seller_spec=cell.seller, buyer_spec=spec,
-                             domains=cell.domains, seeds=rule.seeds, counted_turns=rule.counted_turns,
+                             domains=cell.domains, seeds=seeds, counted_turns=rule.counted_turns,
                              max_bad_parses=rule.max_bad_parses,
                              deviation=deviation if counts["decision"] == "override" else None, **counts)
         _write_result(result_path(root, cell.arm, label), result)

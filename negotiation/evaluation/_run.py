@@ -24,7 +24,7 @@ from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.evaluation._accounting import arm_accounting, write_accounting, write_json
 from negotiation.evaluation._cell import AgentFactory, AgentPool, CellProgress, CellSpec, prompt_hash_of, run_cell
 from negotiation.evaluation._fingerprint import StoreFingerprint, adopt_fingerprint
-from negotiation.evaluation._pilot import GateRule, PilotResult, run_pilot
+from negotiation.evaluation._pilot import PilotResult, run_pilot
 from negotiation.evaluation._setup import agent_factory, arm_sampling_role, build_cell, env_config
 from negotiation.evaluation._records import pilot_record as pilot_record_of, sampling_record, write_redacted
 from negotiation.evaluation._store import ResultsStore, _safe
@@ -142,7 +142,7 @@ async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, proto
             pilot: dict[str, PilotResult] = {}
             buyers = sorted(cell.buyers)
             if options.pilot:
-                pilot = await run_pilot(cell, GateRule.from_protocol(protocol), out, env, pool,
+                pilot = await run_pilot(cell, protocol, out, env, pool,
                                         concurrency=options.concurrency, retry_errors=options.retry_errors,
                                         deviation=options.deviation, fingerprint=fingerprint)
                 write_redacted(pilot_record_of(cell.study, cell.arm, pilot, protocol, protocol_hash),

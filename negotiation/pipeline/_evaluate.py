@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from negotiation.errors import NegotiationError
-from negotiation.evaluation import (AgentPool, CellProgress, GateRule, ResultsStore, RunOptions, agent_factory, build_cell,
+from negotiation.evaluation import (AgentPool, CellProgress, ResultsStore, RunOptions, agent_factory, build_cell,
                                     cell_fingerprint, evaluate_cell, run_pilot)
 from negotiation.evaluation._records import pilot_record, write_redacted
 from negotiation.agents import configure_rate_limits, parse_spec, rate_limits_from_params
@@ -99,7 +99,7 @@ def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency
         async with AgentPool(factory) as pool:
             fingerprint = cell_fingerprint(cell, pool, study.protocol, digest, settings["seller_sampling"],
                                            _seller_sha256(layout, arm))
-            return await run_pilot(cell, GateRule.from_protocol(study.protocol), root, env_config(study.protocol),
+            return await run_pilot(cell, study.protocol, root, env_config(study.protocol),
                                    pool, concurrency=concurrency, retry_errors=True, fingerprint=fingerprint)
 
     with ResultsStore(root / "pilot").lock():

@@ -11,11 +11,11 @@ import pytest
 from tests.evaluation.helpers import DEMO
 
 from negotiation.agents import make_agent
-from negotiation.evaluation import CellSpec, GateRule, PilotResult, RunOptions, decide, evaluate_cell
-from negotiation.protocol import load_json_model
+from negotiation.evaluation import CellSpec, PilotResult, RunOptions, decide, evaluate_cell
+from negotiation.protocol import PilotGate, load_json_model
 from negotiation.study import PilotRecord
 
-RULE = GateRule(seeds=(1,), counted_turns="seller", max_bad_parses=0)
+RULE = PilotGate(seeds_per_domain=1, episodes_per_cell=2, counted_turns="seller", max_bad_parses=0)
 
 
 def frame(*rows):
@@ -36,12 +36,6 @@ def test_decide_by_hand():
     errored = frame(("deal", 6, 0, 11, 0, "h"), ("error", None, None, 3, None, "h"))
     got = decide(errored, RULE, 7)
     assert (got["decision"], got["error_rows"], got["turns_counted"], got["passed"]) == ("incomplete", 1, 6, False)
-
-
-def test_rule_from_protocol():
-    assert GateRule.from_protocol(DEMO) == GateRule(seeds=tuple(DEMO.seeds.pilot.seeds()),
-                                                   counted_turns=DEMO.pilot_gate.counted_turns,
-                                                   max_bad_parses=DEMO.pilot_gate.max_bad_parses)
 
 
 class Sloppy:
