@@ -10,10 +10,12 @@ docs/analysis.md.
 """
 
 from negotiation.analysis._analysis import (
+    EFFICIENCY_COLUMNS,
     AnalysisResult,
+    bootstrap_settings,
     default_contrasts,
     run_analysis,
-    bootstrap_settings,
+    with_derived_columns,
     write_analysis,
 )
 from negotiation.analysis._bargaining import ScenarioFrontier, max_welfare, nash_point, signed_distance
@@ -52,6 +54,7 @@ from negotiation.analysis._metrics import (
     score_identity_gap,
 )
 from negotiation.analysis._multiple import holm, interval_mark
+from negotiation.analysis._paired import PairedTables
 from negotiation.analysis._packet import hand_read_packet
 from negotiation.analysis._pairing import (
     METRICS,
@@ -84,9 +87,9 @@ from negotiation.analysis._validate import (
 from negotiation.analysis._viewer import viewer_html, write_viewer
 
 __all__ = [
-    "METRICS", "PAIR_KEY", "Allocation", "AnalysisError", "AnalysisResult", "BootstrapSettings",
+    "EFFICIENCY_COLUMNS", "METRICS", "PAIR_KEY", "Allocation", "AnalysisError", "AnalysisResult", "BootstrapSettings",
     "Frontier", "FrontierError", "GuardResult", "MetricContext",
-    "MetricError", "PairingError", "PostHocThresholds", "Problem", "RegistryInputs", "ScenarioFrontier",
+    "MetricError", "PairedTables", "PairingError", "PostHocThresholds", "Problem", "RegistryInputs", "ScenarioFrontier",
     "SettingsError", "Table", "ValidationFailed", "ValidationReport", "ValidationSettings",
     "add_late_close", "analyze_results", "bootstrap_p_value",
     "buyer_split_series", "cluster_bootstrap", "cluster_totals", "combine_paired", "context_from_protocol",
@@ -98,6 +101,6 @@ __all__ = [
     "require_valid", "require_validated", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
     "bootstrap_settings", "scoped", "signed_distance", "solve_scenario", "solve_scenarios",
     "style_dagger", "style_summary", "synthetic_tables", "validate_episodes", "write_synthetic_results",
-    "validate_results", "validation_settings", "viewer_html", "viewer_results", "walk_aways",
+    "validate_results", "validation_settings", "viewer_html", "viewer_results", "walk_aways", "with_derived_columns",
     "write_analysis", "write_viewer",
 ]

@@ -123,17 +123,30 @@ class AnalysisResult:
     needs turn tables). Shown in the report, not written under ``analyze/``."""
 
 
-def _with_efficiency(frames: Mapping[str, pd.DataFrame], context: MetricContext, alpha: float
-                     ) -> tuple[dict[str, pd.DataFrame], dict[tuple[str, int], ScenarioSolution]]:
+EFFICIENCY_COLUMNS = ("frontier_distance", "nash_distance", "welfare_share")
+"""Per-deal columns measured against the scenario's exact frontier (``deal_efficiency``)."""
+
+
+def with_derived_columns(frames: Mapping[str, pd.DataFrame], context: MetricContext, alpha: float, *,
+                         efficiency: bool = True
+                         ) -> tuple[dict[str, pd.DataFrame], dict[tuple[str, int], ScenarioSolution]]:
+    """Each arm's episode table with the columns derived metrics read, and the scenarios' solutions.
+
+    Every table gets the late-close flag (``add_late_close``); with ``efficiency`` (it solves
+    each scenario's frontier, the slow part) also ``EFFICIENCY_COLUMNS``. The analysis and
+    ``nego contrast`` both read their derived columns from here.
+    """
+    if not efficiency:
+        return {arm: add_late_close(frame, context.converge_turn) for arm, frame in frames.items()}, {}
     keys = {(d, int(s)) for frame in frames.values() for d, s in zip(frame["domain"], frame["seed"])}
     solutions = solve_scenarios(keys, alpha)
     stacked = pd.concat(list(frames.values()), ignore_index=True)
-    efficiency = deal_efficiency(stacked, solutions).to_numpy()
+    measured = deal_efficiency(stacked, solutions).to_numpy()
     out, start = {}, 0
     for arm, frame in frames.items():
         frame = add_late_close(frame, context.converge_turn)
-        for i, column in enumerate(("frontier_distance", "nash_distance", "welfare_share")):
-            frame[column] = efficiency[start : start + len(frame), i]
+        for i, column in enumerate(EFFICIENCY_COLUMNS):
+            frame[column] = measured[start : start + len(frame), i]
         out[arm], start = frame, start + len(frame)
     return out, solutions
 
@@ -142,7 +155,7 @@ def _arm_table(frames, metrics, turns, context, term_names, alpha: float) -> pd.
     table = metrics[metrics["panel"] == "all"].set_index("arm").drop(columns="panel")
     for arm, frame in frames.items():
         deals = frame[frame["deal"].astype(bool)]
-        for column in ("frontier_distance", "nash_distance", "welfare_share"):
+        for column in EFFICIENCY_COLUMNS:
             table.loc[arm, column] = float(deals[column].mean()) if len(deals) else np.nan
     if turns:
         all_turns = pd.concat(list(turns.values()), ignore_index=True)
@@ -187,7 +200,7 @@ def run_analysis(
 
     context = context_from_protocol(protocol)
     alpha = protocol.environment.dirichlet_alpha
-    frames, solutions = _with_efficiency(episodes, context, alpha)
+    frames, solutions = with_derived_columns(episodes, context, alpha)
     metrics = metrics_table(frames, context)
     term_names = {d: load_domain(d).term_names for d in {d for f in frames.values() for d in f["domain"].unique()}}
     table = _arm_table(frames, metrics, turns, context, term_names, alpha)

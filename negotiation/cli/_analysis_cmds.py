@@ -44,19 +44,6 @@ def _results_dir(study, results: Optional[Path]) -> Path:
     return Path(results) if results is not None else study.layout.dir
 
 
-def _with_derived(frames: dict, protocol, metric: str) -> dict:
-    """Add the columns derived metrics read: closing late, and the per-deal frontier columns."""
-    from negotiation.analysis._efficiency import deal_efficiency, solve_scenarios
-    from negotiation.analysis._pairing import add_late_close
-
-    frames = {name: add_late_close(frame, protocol.environment.converge_from_turn) for name, frame in frames.items()}
-    if metric in ("frontier_distance", "nash_distance", "welfare_share"):
-        keys = {(d, int(s)) for frame in frames.values() for d, s in zip(frame["domain"], frame["seed"])}
-        solutions = solve_scenarios(keys, protocol.environment.dirichlet_alpha)
-        frames = {name: frame.join(deal_efficiency(frame, solutions)) for name, frame in frames.items()}
-    return frames
-
-
 def contrast_command(
     minuend: Path = typer.Argument(..., help="Episode table (Parquet) of the arm whose score is the minuend."),
     subtrahend: Path = typer.Argument(..., help="Episode table (Parquet) of the arm subtracted from it."),
@@ -71,11 +58,11 @@ def contrast_command(
     """Paired seed-cluster bootstrap of MINUEND − SUBTRAHEND on one metric."""
     import pandas as pd
 
-    from negotiation.analysis._analysis import bootstrap_settings
-    from negotiation.analysis._bootstrap import cluster_bootstrap
-    from negotiation.study import ContrastSpec
-    from negotiation.analysis._paired import PairedTables
-    from negotiation.study import load_study
+    from negotiation.analysis import (
+        EFFICIENCY_COLUMNS, PairedTables, bootstrap_settings, cluster_bootstrap, context_from_protocol,
+        with_derived_columns,
+    )
+    from negotiation.study import ContrastSpec, load_study
 
     frames = {}
     for path in (minuend, subtrahend):
@@ -85,7 +72,8 @@ def contrast_command(
     if len(frames) != 2:
         raise AnalysisError(str(minuend), "<file>", "minuend and subtrahend are the same file")
     protocol = load_study(study, root).protocol
-    frames = _with_derived(frames, protocol, metric)
+    frames, _ = with_derived_columns(frames, context_from_protocol(protocol), protocol.environment.dirichlet_alpha,
+                                     efficiency=metric in EFFICIENCY_COLUMNS)
     settings = bootstrap_settings(protocol, seed=seed, resamples=resamples)
     spec = ContrastSpec(name=f"{minuend.stem} - {subtrahend.stem}", weights={str(minuend): 1.0, str(subtrahend): -1.0},
                         metric=metric, domains=tuple(domain) if domain else None)
@@ -111,7 +99,7 @@ def frontier_command(
     json_out: bool = JSON,
 ) -> None:
     """Exact Pareto frontier, Nash point and maximum welfare of one scenario (Ũ space)."""
-    from negotiation.analysis._efficiency import solve_scenario
+    from negotiation.analysis import solve_scenario
     from negotiation.study import load_study
     from negotiation.env import load_domain, make_scenario
 
@@ -135,7 +123,7 @@ def frontier_command(
 def validate_command(study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT) -> None:
     """Validate every arm's episode table (great-expectations); exit 1 naming failures."""
     from negotiation.study import load_study
-    from negotiation.analysis._results import validate_results
+    from negotiation.analysis import validate_results
 
     context = load_study(study, root)
     report = validate_results(context, _results_dir(context, results))
@@ -213,7 +201,7 @@ def viewer_command(
 ) -> None:
     """Static transcript viewer over the episode and turn tables."""
     from negotiation.study import load_study
-    from negotiation.analysis._results import viewer_results
+    from negotiation.analysis import viewer_results
 
     context = load_study(study, root)
     folder = _results_dir(context, results)
@@ -229,7 +217,7 @@ def packet_command(
 ) -> None:
     """Seeded hand-read packet: transcripts per trained arm per domain family, with a viewer."""
     from negotiation.study import load_study
-    from negotiation.analysis._results import packet_results
+    from negotiation.analysis import packet_results
 
     context = load_study(study, root)
     folder = _results_dir(context, results)
