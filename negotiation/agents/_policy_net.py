@@ -24,6 +24,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
+from negotiation.protocol import PolicyWidth
 from negotiation.agents._policy_features import (
     FEATURE_VERSION,
     GLOBAL_FEATURES,
@@ -44,8 +45,8 @@ class PolicyArch(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     version: int = 1
     """Version of this record."""
-    width: int = Field(ge=2, le=4096)
-    """Hidden width: the policy's "size"."""
+    width: PolicyWidth
+    """Hidden width: the policy's "size" (the protocol's ``sizes.<size>.width``)."""
     depth: int = Field(default=2, ge=1, le=8)
     """Hidden layers in each of the context and per-slot MLPs."""
     value_bins: int = Field(default=11, ge=2, le=101)

@@ -21,7 +21,7 @@ _EXPORTS = {
     "_schema_arms": ("Arm", "ArmMatrix", "ArmName", "fill_seller"),
     "_schema_env": ("Environment", "NoDealPenalty", "SamplingSettings", "SeedBlock"),
     "_schema_eval": ("DealRateGuard", "Guards", "ParseRateGuard", "PilotGate", "TurnsGuard"),
-    "_schema_recipe": ("Recipe",),
+    "_schema_recipe": ("PolicyWidth", "Recipe"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_HOME)

@@ -8,7 +8,11 @@ from pydantic import Field, model_validator
 
 from negotiation.protocol._files import StrictModel
 
-__all__ = ["Clip", "KlPenalty", "LlmSize", "Optimizer", "PolicySize", "Recipe", "Sequences", "Size"]
+__all__ = ["Clip", "KlPenalty", "LlmSize", "Optimizer", "PolicySize", "PolicyWidth", "Recipe", "Sequences", "Size"]
+
+PolicyWidth = Annotated[int, Field(ge=2, le=4096)]
+"""Hidden width of a demo policy network: the one rule the protocol's ``PolicySize`` and the
+network's stored ``PolicyArch`` both validate with."""
 
 
 class Optimizer(StrictModel):
@@ -167,7 +171,7 @@ class PolicySize(StrictModel):
 
     kind: Literal["policy"]
     """Discriminator."""
-    width: int = Field(gt=0)
+    width: PolicyWidth
     """Hidden width of the torch policy."""
     checkpoint: str
     """Directory of the untrained initial policy, written deterministically from width and seed."""

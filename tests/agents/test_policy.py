@@ -172,3 +172,21 @@ def test_full_episode_against_a_scripted_buyer(policy):
     assert all(t.ok or t.error == "empty_counter" for t in seller_turns)
     again = run_episode(SCENARIO, PolicyAgent("policy:test", "seller", policy), buyer, CFG)
     assert [t.raw for t in again.turns] == [t.raw for t in episode.turns]
+
+
+@pytest.mark.parametrize("width", [1, 2, 4096, 4097])
+def test_the_protocol_and_the_network_hold_the_width_to_one_rule(width):
+    """``sizes.<size>.width`` is accepted exactly when the network it builds is."""
+    from pydantic import ValidationError
+
+    from negotiation.protocol._schema_recipe import PolicySize
+
+    def accepted(build) -> bool:
+        try:
+            build()
+        except ValidationError:
+            return False
+        return True
+
+    in_protocol = accepted(lambda: PolicySize(kind="policy", width=width, checkpoint="init/w", init_seed=0))
+    assert in_protocol == accepted(lambda: PolicyArch(width=width)) == (2 <= width <= 4096)
