@@ -22,6 +22,7 @@ import yaml
 
 from negotiation.env import prompt_hash
 from negotiation.errors import ConfigError
+from negotiation.protocol import Recipe
 from negotiation.tracking import experiment_name
 from negotiation.study import Study
 from negotiation.training.nemo._dataset import validation_count
@@ -83,8 +84,14 @@ def llm_size(study: Study, plan: RunPlan) -> Any:
     return size
 
 
+def _recipe(study: Study, plan: RunPlan) -> tuple[Recipe, str]:
+    """The recipe the plan's size trains with (``Protocol.recipe_for``) and its protocol key."""
+    recipe = study.protocol.recipe_for(plan.size)
+    return recipe, "gpu_training" if recipe is study.protocol.gpu_training else "training"
+
+
 def _grpo(study: Study, plan: RunPlan) -> dict[str, Any]:
-    recipe, n_val = study.protocol.training, validation_count(study.protocol)
+    (recipe, _), n_val = _recipe(study, plan), validation_count(study.protocol)
     return {
         "num_prompts_per_step": recipe.scenarios_per_step,
         "num_generations_per_prompt": recipe.group_size,
@@ -105,8 +112,8 @@ def _grpo(study: Study, plan: RunPlan) -> dict[str, Any]:
     }
 
 
-def _loss(study: Study) -> dict[str, Any]:
-    recipe = study.protocol.training
+def _loss(study: Study, plan: RunPlan) -> dict[str, Any]:
+    recipe, _ = _recipe(study, plan)
     return {
         "reference_policy_kl_penalty": recipe.kl.coefficient,
         "reference_policy_kl_type": recipe.kl.estimator,
@@ -123,11 +130,12 @@ def _loss(study: Study) -> dict[str, Any]:
 
 
 def _optimizer(study: Study, plan: RunPlan) -> dict[str, Any]:
-    opt = study.protocol.training.optimizer
-    kwargs: dict[str, Any] = {"lr": study.protocol.training.learning_rate * plan.lr_multiple,
+    recipe, key = _recipe(study, plan)
+    opt = recipe.optimizer
+    kwargs: dict[str, Any] = {"lr": recipe.learning_rate * plan.lr_multiple,
                               "betas": list(opt.betas), "weight_decay": opt.weight_decay}
     if opt.precision == "bf16" and opt.name != "fused_adam":
-        raise ConfigError(f"protocol/{study.name}/protocol.yaml:training.optimizer.precision: bf16 moments "
+        raise ConfigError(f"protocol/{study.name}/protocol.yaml:{key}.optimizer.precision: bf16 moments "
                           f"need fused_adam, not {opt.name!r}")
     if opt.precision == "bf16":
         kwargs.update(master_weights=True, store_param_remainders=True,
@@ -137,9 +145,10 @@ def _optimizer(study: Study, plan: RunPlan) -> dict[str, Any]:
 
 def _policy(study: Study, plan: RunPlan, stop_ids: list[int] | None) -> dict[str, Any]:
     protocol, size = study.protocol, llm_size(study, plan)
-    recipe, sampling, seq = protocol.training, protocol.sampling.self_served_seller, protocol.training.sequences
+    (recipe, key), sampling = _recipe(study, plan), protocol.sampling.self_served_seller
+    seq = recipe.sequences
     if seq is None:
-        raise ConfigError(f"protocol/{study.name}/protocol.yaml:training.sequences: null; a language-model "
+        raise ConfigError(f"protocol/{study.name}/protocol.yaml:{key}.sequences: null; a language-model "
                           "seller needs its token caps")
     return {
         "model_name": size.checkpoint,
@@ -185,11 +194,11 @@ def grpo_config(study: Study, plan: RunPlan, *, settings: NemoEnvSettings, paths
         if parent_paths is None:
             raise ValueError(f"run {plan.run!r} continues {plan.parent_run!r}: parent_paths is required")
         parent_weights = str(parent_paths.step_dir(plan.parent_step) / "policy" / "weights")
-    recipe = study.protocol.training
+    recipe, _ = _recipe(study, plan)
     return {
         "defaults": BASE_CONFIG,
         "grpo": _grpo(study, plan),
-        "loss_fn": _loss(study),
+        "loss_fn": _loss(study, plan),
         "policy": _policy(study, plan, stop_ids),
         "data": {"max_input_seq_length": recipe.sequences.prompt_tokens, "shuffle": False},
         "env": {ENV_NAME: settings.model_dump(mode="json")},

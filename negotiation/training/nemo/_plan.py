@@ -16,7 +16,7 @@ from typing import Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import Arm
+from negotiation.protocol import Arm, Recipe
 from negotiation.study import Study
 from negotiation.training import DEFAULT_TRACKING_URI
 
@@ -64,8 +64,7 @@ def _runs(arms: Mapping[str, Arm]) -> dict[str, Arm]:
     return runs
 
 
-def _parent_step(study: Study, run: str, requested: int | None) -> int:
-    recipe = study.protocol.training
+def _parent_step(recipe: Recipe, run: str, requested: int | None) -> int:
     step = recipe.initial_steps if requested is None else requested
     if not 0 < step < recipe.combined_steps or step % recipe.checkpoint_every:
         raise ConfigError(f"--parent-step: run {run!r} cannot branch at step {step}: need a checkpoint step "
@@ -91,13 +90,13 @@ def plan_run(study: Study, name: str, *, seed: int = 0, parent_step: int | None 
         raise ConfigError(f"{arms_file}:arms: no arm or run {name!r}; trained arms: "
                           f"{sorted(a for a, v in arms.items() if v.kind == 'trained')}; runs: {sorted(runs)}")
     described = runs[run_name]
-    recipe = study.protocol.training
+    recipe = study.protocol.recipe_for(described.size)  # the size's recipe: gpu_training for a GPU-profile size
     if described.parent_run is None:
         if parent_step is not None:
             raise ConfigError(f"--parent-step: run {run_name!r} is an initial run, not a continuation")
         steps, offset, branch = recipe.initial_steps, 0, None
     else:
-        branch = _parent_step(study, run_name, parent_step)
+        branch = _parent_step(recipe, run_name, parent_step)
         steps, offset = recipe.combined_steps - branch, branch
     return RunPlan(study=study.name, arm=arm_name, run=run_name, size=described.size,
                    lr_multiple=described.lr_multiple, parent_run=described.parent_run,
