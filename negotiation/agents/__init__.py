@@ -1,5 +1,8 @@
 """Agents: one interface for every seller and buyer, named by spec strings."""
 
+from typing import Any
+
+from negotiation._lazy import lazy_attribute
 from negotiation.agents._llm_ratelimit import (RateLimit, RateLimiter, configure_rate_limits, provider_limiter,
                                                rate_limits_from_params)
 from negotiation.agents._offers import offer_at_target
@@ -16,9 +19,9 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):  # the demo policy seller needs torch: import it only when asked for
-    if name in ("Policy", "PolicyAgent", "PolicyArch"):
-        from negotiation.agents import _policy, _policy_net
+# The demo policy seller needs torch: its names load on first use.
+_POLICY = {"Policy": "_policy", "PolicyAgent": "_policy", "PolicyArch": "_policy_net"}
 
-        return getattr(_policy, name, None) or getattr(_policy_net, name)
-    raise AttributeError(f"module 'negotiation.agents' has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _POLICY, name)

@@ -11,6 +11,9 @@ steps that read it (``write_tokenizer``, ``write_base``) live one layer up, in
 load on first use) nor transformers (imported by the functions that use it). See ``docs/lm.md``.
 """
 
+from typing import Any
+
+from negotiation._lazy import lazy_attribute
 from negotiation.lm._model import build_model, count_parameters, model_config, save_checkpoint
 from negotiation.lm._sft import Chat, SftResult, encode_examples, train_sft
 from negotiation.lm._tokenizer import (
@@ -37,9 +40,5 @@ _GENERATION = {"BatchGenerator": "_generate", "ContextTooLongError": "_generate"
                "sample_tokens": "_sampling", "truncation_mask": "_sampling"}
 
 
-def __getattr__(name: str):
-    if name in _GENERATION:
-        import importlib
-
-        return getattr(importlib.import_module(f"negotiation.lm.{_GENERATION[name]}"), name)
-    raise AttributeError(f"module 'negotiation.lm' has no attribute {name!r}")
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _GENERATION, name)

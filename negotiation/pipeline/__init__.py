@@ -7,8 +7,9 @@ import great-expectations): every DVC stage starts a fresh interpreter.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from negotiation._lazy import homes, lazy_attribute
 
 _EXPORTS = {
     "_analysis": ("compliance_table", "deviation_table", "registry_inputs", "run_analyze", "run_audit_stage",
@@ -21,15 +22,12 @@ _EXPORTS = {
     "_track": ("run_track",),
     "_train": ("MissingBackendError", "run_init", "run_select", "run_tokenizer", "run_train"),
 }
-_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+_HOME = homes(_EXPORTS)
 __all__ = sorted(_HOME)
 
 
 def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'negotiation.pipeline' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"negotiation.pipeline.{module}"), name)
+    return lazy_attribute(__name__, _HOME, name)
 
 
 def __dir__() -> list[str]:

@@ -11,8 +11,9 @@ build every model of the schema.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from negotiation._lazy import homes, lazy_attribute
 
 _EXPORTS = {
     "_env": ("env_config", "environment_config", "load_environment"),
@@ -23,15 +24,12 @@ _EXPORTS = {
     "_schema_eval": ("DealRateGuard", "Guards", "ParseRateGuard", "PilotGate", "TurnsGuard"),
     "_schema_recipe": ("PolicyWidth", "Recipe"),
 }
-_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+_HOME = homes(_EXPORTS)
 __all__ = sorted(_HOME)
 
 
 def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'negotiation.protocol' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"negotiation.protocol.{module}"), name)
+    return lazy_attribute(__name__, _HOME, name)
 
 
 def __dir__() -> list[str]:
