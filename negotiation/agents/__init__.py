@@ -12,16 +12,18 @@ from negotiation.agents._spec import AgentSpec, make_agent, parse_spec, register
 from negotiation.env import Agent, Reply, View
 
 __all__ = [
-    "Agent", "AgentSpec", "RateLimit", "RateLimiter", "Reply", "ScriptedAgent", "View", "action_json",
+    "Agent", "AgentCallError", "AgentSpec", "RateLimit", "RateLimiter", "Reply", "RetryPolicy", "ScriptedAgent", "View", "action_json",
     "configure_rate_limits", "make_agent", "provider_limiter", "rate_limits_from_params",
     "make_scripted", "offer_at_target", "parse_spec", "register_kind", "render_accept",
     "render_counter", "term_phrase", "Policy", "PolicyAgent", "PolicyArch",
 ]
 
 
-# The demo policy seller needs torch: its names load on first use.
-_POLICY = {"Policy": "_policy", "PolicyAgent": "_policy", "PolicyArch": "_policy_net"}
+# The demo policy seller needs torch, the retry policy numpy and the transport: these names load
+# on first use, so importing the package (every command that names an agent) stays light.
+_LAZY = {"Policy": "_policy", "PolicyAgent": "_policy", "PolicyArch": "_policy_net",
+         "AgentCallError": "_llm_retry", "RetryPolicy": "_llm_retry"}
 
 
 def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, _POLICY, name)
+    return lazy_attribute(__name__, _LAZY, name)

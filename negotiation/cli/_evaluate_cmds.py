@@ -14,12 +14,12 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from negotiation.agents._llm_retry import RetryPolicy
+from negotiation.agents import RetryPolicy
 from negotiation.errors import ConfigError, NegotiationError, format_validation_error
-from negotiation.evaluation._cell import CellProgress
-from negotiation.evaluation._run import EvaluationResult, RunOptions, evaluate_cell
-from negotiation.evaluation._setup import build_cell, parse_buyers, parse_seeds
-from negotiation.evaluation._standin import FAULT_KINDS, Faults, StandinConfig, StandinServer
+from negotiation.evaluation import (
+    FAULT_KINDS, CellProgress, EvaluationResult, Faults, RunOptions, StandinConfig, StandinServer, build_cell,
+    evaluate_cell, parse_buyers, parse_seeds,
+)
 from negotiation.names import check_name
 from negotiation.pipeline import StageProgress
 

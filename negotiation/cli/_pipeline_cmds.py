@@ -10,8 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from negotiation.pipeline import stale_code_deps, write_plan
-from negotiation.pipeline._status import arm_reads, arm_rows, study_state
+from negotiation.pipeline import arm_reads, arm_rows, stale_code_deps, study_state, write_plan
 
 pipeline_app = typer.Typer(help="The DVC pipeline's derived files (plan and per-study pipeline).",
                            no_args_is_help=True)

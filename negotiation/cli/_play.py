@@ -73,7 +73,7 @@ def play_episode(seller: str, buyer: str, scenario: Scenario, config: EnvConfig,
     """
     import asyncio
 
-    from negotiation.agents._llm_retry import AgentCallError, RetryPolicy
+    from negotiation.agents import AgentCallError, RetryPolicy
     from negotiation.env import arun_episode
     from negotiation.evaluation import AgentPool, agent_factory
     from negotiation.study import load_study

@@ -16,11 +16,9 @@ from negotiation.cli._protocol_cmds import exit_with, root_option
 from negotiation.errors import ConfigError
 from negotiation.names import check_name
 from negotiation.study import default_root
-from negotiation.registry._audit import AuditReport, run_audit
-from negotiation.registry._checks import CHECKS
-from negotiation.registry._deviation import CATEGORIES
-from negotiation.registry._deviation_index import INDEX_FILE, appended_only
-from negotiation.registry._scaffold import new_deviation, parse_cell
+from negotiation.registry import (
+    CATEGORIES, CHECKS, INDEX_FILE, AuditReport, appended_only, new_deviation, parse_cell, run_audit,
+)
 
 __all__ = ["audit_command", "deviation_app", "print_report"]
 

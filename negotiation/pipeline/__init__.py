@@ -18,6 +18,7 @@ _EXPORTS = {
     "_progress": ("StageProgress",),
     "_plan": ("build_plan", "gpu_profile_arms", "plan_path", "render_plan", "stale_code_deps", "write_plan"),
     "_scenarios": ("run_scenarios", "scenario_table"),
+    "_status": ("arm_reads", "arm_rows", "study_state"),
     "_stage": ("RUNTIME_KNOBS", "parser", "runtime_knob", "stage_main", "tracking_uri_from_params", "write_json"),
     "_track": ("run_track",),
     "_train": ("MissingBackendError", "run_init", "run_select", "run_tokenizer", "run_train"),

@@ -9,6 +9,7 @@ from negotiation.registry._audit import AuditReport, run_audit
 from negotiation.registry._findings import Finding
 from negotiation.registry._checks import CHECKS
 from negotiation.registry._deviation import CATEGORIES, Cell, Deviation, DeviationLog, load_deviation_log
+from negotiation.registry._deviation_index import INDEX_FILE, appended_only
 from negotiation.registry._effective import effective_protocol, value_problems
 from negotiation.registry._entries import Registry, SignOff, load_registry
 from negotiation.registry._readpoint import (
@@ -18,12 +19,12 @@ from negotiation.registry._readpoint import (
     select_checkpoint,
     select_read_point,
 )
-from negotiation.registry._scaffold import new_deviation
+from negotiation.registry._scaffold import new_deviation, parse_cell
 from negotiation.registry._signoffs import SignoffError, record_signoff
 
 __all__ = [
-    "CATEGORIES", "CHECKS", "AuditReport", "Cell", "CheckpointError", "Deviation", "DeviationLog", "Finding",
-    "ReadPoint", "Registry", "SignOff", "SignoffError", "effective_protocol",
-    "list_checkpoint_steps", "load_deviation_log", "load_registry", "new_deviation", "record_signoff", "run_audit",
+    "CATEGORIES", "CHECKS", "INDEX_FILE", "AuditReport", "Cell", "CheckpointError", "Deviation", "DeviationLog", "Finding",
+    "ReadPoint", "Registry", "SignOff", "SignoffError", "appended_only", "effective_protocol",
+    "list_checkpoint_steps", "load_deviation_log", "load_registry", "new_deviation", "parse_cell", "record_signoff", "run_audit",
     "select_checkpoint", "select_read_point", "value_problems",
 ]
