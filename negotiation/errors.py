@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # pydantic is imported by whoever raises one; `nego parse` never does
+    from pydantic import ValidationError
 
 __all__ = ["ConfigError", "NegotiationError", "format_validation_error"]
 

@@ -19,22 +19,26 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-import click
 import typer
-from pydantic import ValidationError
-
-try:  # typer >= 0.17 runs on its own copy of click; its usage errors are these
-    from typer._click.exceptions import UsageError
-except ImportError:  # pragma: no cover - older typer on the real click
-    from click.exceptions import UsageError
-from click.exceptions import Abort as _ClickAbort
-from click.exceptions import Exit as _ClickExit
-
-Exit = (typer.Exit, _ClickExit)
-Abort = (typer.Abort, _ClickAbort)
 from typer.core import TyperGroup
+
+try:  # typer >= 0.17 runs on its own copy of click, whose exit and abort are typer's own
+    from typer._click.exceptions import UsageError
+
+    Exit: tuple[type[BaseException], ...] = (typer.Exit,)
+    Abort: tuple[type[BaseException], ...] = (typer.Abort,)
+except ImportError:  # pragma: no cover - older typer on the real click
+    from click.exceptions import Abort as _ClickAbort
+    from click.exceptions import Exit as _ClickExit
+    from click.exceptions import UsageError
+
+    Exit = (typer.Exit, _ClickExit)
+    Abort = (typer.Abort, _ClickAbort)
+
+if TYPE_CHECKING:
+    import click
 
 from negotiation._install import install_hint
 from negotiation.errors import NegotiationError, format_validation_error
@@ -130,7 +134,10 @@ def failure_line(exc: BaseException) -> tuple[str, int]:
     """``(one-line message, exit status)`` for an exception leaving a command."""
     if isinstance(exc, NegotiationError):
         return str(exc), EXIT_INPUT
-    if isinstance(exc, ValidationError):  # options checked by a model: input, named by field
+    # Options checked by a model: input, named by field. Looked up, not imported: a command
+    # that never imported pydantic (`nego parse`) cannot have raised its error.
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(exc, pydantic.ValidationError):
         return format_validation_error("<options>", exc), EXIT_INPUT
     if isinstance(exc, UsageError):
         return _usage_line(exc), EXIT_INPUT

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from negotiation._root import find_root
-from negotiation.env import EnvConfig
 from negotiation.names import check_name
+
+if TYPE_CHECKING:  # the engine (asyncio, numpy) loads only for the commands that run one
+    from negotiation.env import EnvConfig
 
 __all__ = ["PHASES", "Phase", "dirichlet_alpha_for", "env_config_for", "environment_of", "require_study"]
 

@@ -1,17 +1,27 @@
-"""``nego domains | scenario | score | parse``: look at the environment one piece at a time."""
+"""``nego domains | scenario | score | parse``: look at the environment one piece at a time.
+
+Each command imports what it uses when it runs (a start-up of well under half a second is part
+of the CLI's contract, ``benchmarks/cli_start.py``): ``nego parse`` needs the parser alone, not
+numpy (scenarios), pydantic (domains) or rich (tables); ``nego --help`` needs none of them.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
-from rich.table import Table
 
 from negotiation.cli._app import app
 from negotiation.cli._config import dirichlet_alpha_for
 from negotiation.cli._output import (
     JSON_OPTION, STUDY_OPTION, console, print_json, read_json_arg, scenario_for,
 )
-from negotiation.env import ROLES, Scenario, Term, load_domains, parse_message, score_ledger
 from negotiation.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from negotiation.env import Scenario, Term
 
 SEED_ARG = typer.Argument(..., min=0, help="Scenario seed (non-negative integer).")
 DOMAIN_ARG = typer.Argument(..., help="Domain name, e.g. used_car (see `nego domains`).")
@@ -20,6 +30,10 @@ DOMAIN_ARG = typer.Argument(..., help="Domain name, e.g. used_car (see `nego dom
 @app.command("domains")
 def domains_command(as_json: bool = JSON_OPTION) -> None:
     """List the domains under protocol/domains with their term counts."""
+    from rich.table import Table
+
+    from negotiation.env import load_domains
+
     rows = []
     for name, domain in load_domains().items():
         kinds = [t.kind for t in domain.terms]
@@ -44,6 +58,8 @@ def _term_json(term: Term) -> dict:
 
 def scenario_json(scenario: Scenario) -> dict:
     """The ``nego scenario --json`` payload."""
+    from negotiation.env import ROLES
+
     out = {"domain": scenario.domain.name, "seed": scenario.seed, "alpha": scenario.alpha,
            "terms": [_term_json(t) for t in scenario.domain.terms]}
     for role in ROLES:
@@ -60,6 +76,8 @@ def _wants(term: Term, scenario: Scenario, role: str) -> str:
 
 
 def _scenario_table(scenario: Scenario) -> Table:
+    from rich.table import Table
+
     domain = scenario.domain
     table = Table("term", "kind", "range / levels", "seller w", "seller wants", "buyer w", "buyer wants",
                   title=f"{domain.title}: {domain.name}, seed {scenario.seed}")
@@ -83,6 +101,8 @@ def scenario_command(domain: str = DOMAIN_ARG, seed: int = SEED_ARG, as_json: bo
 
 def score_json(scenario: Scenario, ledger: dict) -> dict:
     """The ``nego score --json`` payload: both Ũ, their parts and the ledger's flags."""
+    from negotiation.env import ROLES, score_ledger
+
     seller, buyer = (score_ledger(scenario, role, ledger) for role in ROLES)
     return {"domain": scenario.domain.name, "seed": scenario.seed, "seller": seller.u_tilde,
             "buyer": buyer.u_tilde,
@@ -108,8 +128,7 @@ def score_command(
         print_json(payload)
         return
     out = console()
-    for role in ROLES:
-        parts = payload["parts"][role]
+    for role, parts in payload["parts"].items():  # ROLES' order
         out.print(f"{role:6} Ũ = {payload[role]:.4f}  (distributive {parts['distributive']:.4f}, "
                   f"integrative {parts['integrative']:.4f})")
     out.print("flags: " + ", ".join(f"{k} {v}" for k, v in payload["flags"].items()))
@@ -118,6 +137,8 @@ def score_command(
 @app.command("parse")
 def parse_command(as_json: bool = JSON_OPTION) -> None:
     """Parse one message read from stdin: action, terms, the prose shown, error and flags."""
+    from negotiation.env import parse_message
+
     # Bytes, decoded leniently: the parser is total over any text, so is this command.
     parsed = parse_message(typer.get_binary_stream("stdin").read().decode("utf-8", "replace"))
     payload = {"ok": parsed.ok, "action": parsed.action,

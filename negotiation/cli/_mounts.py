@@ -11,6 +11,8 @@ from __future__ import annotations
 from negotiation.cli._app import lazy_command
 
 _COMMANDS = {  # name: (module:attribute, the one-line help `nego --help` shows without importing it)
+    "play": ("negotiation.cli._play:play_command",
+             "Play one episode and print the transcript, or with --json the episode record."),
     "protocol": ("negotiation.cli._protocol_cmds:protocol_app",
                  "Freeze and verify a study's protocol: protocol/<study>/{protocol,arms}.yaml and its domains."),
     "audit": ("negotiation.cli._registry_cmds:audit_command",

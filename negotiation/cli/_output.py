@@ -6,13 +6,16 @@ import json
 import math
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 
-from negotiation.env import Scenario, load_domain, make_scenario
 from negotiation.errors import ConfigError
+
+if TYPE_CHECKING:  # rich and the scenario code (numpy) load when a command prints or draws one
+    from rich.console import Console
+
+    from negotiation.env import Scenario
 
 __all__ = ["JSON_OPTION", "STUDY_OPTION", "console", "jsonable", "print_json", "read_json_arg", "scenario_for"]
 
@@ -28,6 +31,8 @@ def console() -> Console:
     Off a terminal rich falls back to 80 columns, which folds the scenario table; transcripts
     piped to a file read better at 120 unless ``COLUMNS`` says otherwise.
     """
+    from rich.console import Console
+
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
     return Console(highlight=False, width=width)
 
@@ -69,4 +74,6 @@ def read_json_arg(option: str, text: str) -> Any:
 
 def scenario_for(domain_name: str, seed: int, alpha: float) -> Scenario:
     """The scenario of ``(domain, seed)``; an unknown domain raises ``ConfigError`` naming the known ones."""
+    from negotiation.env import load_domain, make_scenario
+
     return make_scenario(load_domain(domain_name), seed, alpha)

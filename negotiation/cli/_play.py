@@ -10,7 +10,6 @@ from rich.panel import Panel
 from rich.rule import Rule
 from rich.text import Text
 
-from negotiation.cli._app import app
 from negotiation.cli._config import Phase, dirichlet_alpha_for, env_config_for
 from negotiation.cli._output import JSON_OPTION, STUDY_OPTION, console, print_json, scenario_for
 from negotiation.env import EnvConfig, Episode, Scenario, TurnRecord, episode_row, turn_rows
@@ -92,7 +91,6 @@ def play_episode(seller: str, buyer: str, scenario: Scenario, config: EnvConfig,
         raise typer.Exit(1) from None
 
 
-@app.command("play")
 def play_command(
     seller: str = typer.Option(..., "--seller", help="Seller agent spec, e.g. scripted:boulware."),
     buyer: str = typer.Option(..., "--buyer", help="Buyer agent spec, e.g. scripted:titfortat."),

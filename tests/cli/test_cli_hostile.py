@@ -228,12 +228,12 @@ def test_a_lone_surrogate_in_a_term_name_is_printed_not_a_crash(capsys, monkeypa
 
 
 def test_an_unexpected_failure_is_one_line_and_exit_1(capsys, monkeypatch):
-    import negotiation.cli._env_cmds as env_cmds
+    import negotiation.env
 
     def boom(*_):
         raise RuntimeError("disk on fire [/x]")
 
-    monkeypatch.setattr(env_cmds, "load_domains", boom)
+    monkeypatch.setattr(negotiation.env, "load_domains", boom)  # `nego domains` looks it up when it runs
     status, _, err = nego(["domains"], capsys, monkeypatch)
     assert_failure(status, err, 1, "RuntimeError: disk on fire [/x]")
 
