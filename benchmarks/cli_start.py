@@ -7,7 +7,7 @@ commands also run from git revision ``REV`` (a temporary copy of its files), alt
 (ours, theirs, ours, ...) so that load from other processes hits both alike, and each row
 shows both sides and the ratio ours / theirs of the CPU time above bare. Usage::
 
-    python benchmarks/cli_start.py [--repeat 7] [--limit 0.5] [--all] [--against main]
+    python benchmarks/cli_start.py [--repeat 7] [--limit 0.5] [--all] [--against main] [--only scenario]
 
 Exit status 1 when one of this checkout's light commands takes more than ``--limit`` seconds
 of CPU above ``python -c pass`` (the issue's "starts in <= 0.5 s beside python -c pass"; on a
@@ -107,8 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=0.5, help="seconds of CPU allowed above python -c pass")
     parser.add_argument("--all", action="store_true", help="also time the commands that do work")
     parser.add_argument("--against", metavar="REV", help="git revision to time beside this checkout")
+    parser.add_argument("--only", action="append", metavar="TEXT",
+                        help="time only the commands whose name contains TEXT (repeatable; the bare run always)")
     args = parser.parse_args(argv)
-    commands = {**COMMANDS, **(WORKING if args.all else {})}
+    commands = {name: c for name, c in {**COMMANDS, **WORKING}.items()
+                if name == BARE or (any(t in name for t in args.only) if args.only else args.all or name in COMMANDS)}
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"ours": REPO}
         if args.against:

@@ -127,11 +127,10 @@ def score_command(
     if as_json:
         print_json(payload)
         return
-    out = console()
     for role, parts in payload["parts"].items():  # ROLES' order
-        out.print(f"{role:6} Ũ = {payload[role]:.4f}  (distributive {parts['distributive']:.4f}, "
-                  f"integrative {parts['integrative']:.4f})")
-    out.print("flags: " + ", ".join(f"{k} {v}" for k, v in payload["flags"].items()))
+        typer.echo(f"{role:6} Ũ = {payload[role]:.4f}  (distributive {parts['distributive']:.4f}, "
+                   f"integrative {parts['integrative']:.4f})")
+    typer.echo("flags: " + ", ".join(f"{k} {v}" for k, v in payload["flags"].items()))
 
 
 @app.command("parse")
@@ -147,9 +146,9 @@ def parse_command(as_json: bool = JSON_OPTION) -> None:
     if as_json:
         print_json(payload)
         return
-    out = console()
-    out.print(f"ok: {parsed.ok}" + (f"  action: {parsed.action}" if parsed.ok else f"  error: {parsed.error}"))
+    # Plain lines (no rich): nothing from the message is read as markup, and no console to build.
+    typer.echo(f"ok: {parsed.ok}" + (f"  action: {parsed.action}" if parsed.ok else f"  error: {parsed.error}"))
     for name, value in parsed.terms:
-        out.print(f"  {name} = {value!r}", markup=False)
-    out.print(f"prose: {parsed.prose}", markup=False)
-    out.print("flags: " + ", ".join(f"{k} {v}" for k, v in parsed.flags.items()))
+        typer.echo(f"  {name} = {value!r}")
+    typer.echo(f"prose: {parsed.prose}")
+    typer.echo("flags: " + ", ".join(f"{k} {v}" for k, v in parsed.flags.items()))

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from negotiation.env import EnvConfig
 from negotiation.errors import ConfigError, format_validation_error
 from negotiation.protocol._files import display_path, load_yaml
 from negotiation.protocol._schema_env import Environment
+
+if TYPE_CHECKING:  # the engine (asyncio, the parser) loads when a config is built, not to read α
+    from negotiation.env import EnvConfig
 
 PHASES = ("evaluation", "training")
 
@@ -26,6 +28,8 @@ def environment_config(e: Environment, phase: str) -> EnvConfig:
     training backend's environment actor)."""
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+    from negotiation.env import EnvConfig
+
     return EnvConfig(max_rounds=e.max_rounds, no_deal_penalty=e.no_deal_penalty, g_fmt=e.g_fmt, g_len=e.g_len,
                      t_soft=e.t_soft, accept_applies_terms=getattr(e.accept_terms_applied, phase), phase=phase)
 
