@@ -66,10 +66,13 @@ def lazy_command(name: str, target: str, short_help: str) -> None:
 def _load(name: str) -> click.Command:
     module_name, attribute = _LAZY[name][0].split(":")
     obj = getattr(importlib.import_module(module_name), attribute)
+    # Help as ``nego``'s own (add_typer would hand its markup mode down): plain text, no rich
+    # markup read from docstrings, and no rich help renderer to import.
     if isinstance(obj, typer.Typer):
+        obj.rich_markup_mode = app.rich_markup_mode
         command = typer.main.get_group(obj)  # a group even with one subcommand, as add_typer mounts it
     else:
-        single = typer.Typer()
+        single = typer.Typer(rich_markup_mode=app.rich_markup_mode, add_completion=False)
         single.command(name)(obj)
         command = typer.main.get_command(single)
     command.name = name

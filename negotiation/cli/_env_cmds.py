@@ -2,7 +2,8 @@
 
 Each command imports what it uses when it runs (a start-up of well under half a second is part
 of the CLI's contract, ``benchmarks/cli_start.py``): ``nego parse`` needs the parser alone, not
-numpy (scenarios), pydantic (domains) or rich (tables); ``nego --help`` needs none of them.
+numpy (scenarios) or pydantic (domains); ``nego --help`` needs none of them. Their tables are
+plain columns (``print_table``): rich would read markup in cells that come from domain files.
 """
 
 from __future__ import annotations
@@ -14,13 +15,11 @@ import typer
 from negotiation.cli._app import app
 from negotiation.cli._config import dirichlet_alpha_for
 from negotiation.cli._output import (
-    JSON_OPTION, STUDY_OPTION, console, print_json, read_json_arg, scenario_for,
+    JSON_OPTION, STUDY_OPTION, print_json, print_table, read_json_arg, scenario_for,
 )
 from negotiation.errors import ConfigError
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from negotiation.env import Scenario, Term
 
 SEED_ARG = typer.Argument(..., min=0, help="Scenario seed (non-negative integer).")
@@ -30,8 +29,6 @@ DOMAIN_ARG = typer.Argument(..., help="Domain name, e.g. used_car (see `nego dom
 @app.command("domains")
 def domains_command(as_json: bool = JSON_OPTION) -> None:
     """List the domains under protocol/domains with their term counts."""
-    from rich.table import Table
-
     from negotiation.env import load_domains
 
     rows = []
@@ -43,10 +40,8 @@ def domains_command(as_json: bool = JSON_OPTION) -> None:
     if as_json:
         print_json(rows)
         return
-    table = Table("domain", "title", "terms", "continuous", "categorical", "binary")
-    for r in rows:
-        table.add_row(r["name"], r["title"], *(str(r[k]) for k in ("terms", "continuous", "categorical", "binary")))
-    console().print(table)
+    counts = ("terms", "continuous", "categorical", "binary")
+    print_table(("domain", "title", *counts), [(r["name"], r["title"], *(str(r[k]) for k in counts)) for r in rows])
 
 
 def _term_json(term: Term) -> dict:
@@ -75,17 +70,15 @@ def _wants(term: Term, scenario: Scenario, role: str) -> str:
     return str(scenario.prefs(role).preferred[term.name])
 
 
-def _scenario_table(scenario: Scenario) -> Table:
-    from rich.table import Table
-
+def _print_scenario(scenario: Scenario) -> None:
     domain = scenario.domain
-    table = Table("term", "kind", "range / levels", "seller w", "seller wants", "buyer w", "buyer wants",
-                  title=f"{domain.title}: {domain.name}, seed {scenario.seed}")
+    rows = []
     for t in domain.terms:
         span = f"[{t.range[0]:g}, {t.range[1]:g}] {t.unit}" if t.is_continuous else " / ".join(map(str, t.levels))
-        table.add_row(t.name, t.kind, span, f"{scenario.seller.weights[t.name]:.3f}", _wants(t, scenario, "seller"),
-                      f"{scenario.buyer.weights[t.name]:.3f}", _wants(t, scenario, "buyer"))
-    return table
+        rows.append((t.name, t.kind, span, f"{scenario.seller.weights[t.name]:.3f}", _wants(t, scenario, "seller"),
+                     f"{scenario.buyer.weights[t.name]:.3f}", _wants(t, scenario, "buyer")))
+    print_table(("term", "kind", "range / levels", "seller w", "seller wants", "buyer w", "buyer wants"), rows,
+                title=f"{domain.title}: {domain.name}, seed {scenario.seed}")
 
 
 @app.command("scenario")
@@ -96,7 +89,7 @@ def scenario_command(domain: str = DOMAIN_ARG, seed: int = SEED_ARG, as_json: bo
     if as_json:
         print_json(scenario_json(scenario))
         return
-    console().print(_scenario_table(scenario))
+    _print_scenario(scenario)
 
 
 def score_json(scenario: Scenario, ledger: dict) -> dict:

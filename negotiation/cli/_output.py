@@ -6,7 +6,8 @@ import json
 import math
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+import unicodedata
+from typing import TYPE_CHECKING, Any, Sequence
 
 import typer
 
@@ -17,7 +18,8 @@ if TYPE_CHECKING:  # rich and the scenario code (numpy) load when a command prin
 
     from negotiation.env import Scenario
 
-__all__ = ["JSON_OPTION", "STUDY_OPTION", "console", "jsonable", "print_json", "read_json_arg", "scenario_for"]
+__all__ = ["JSON_OPTION", "STUDY_OPTION", "console", "jsonable", "print_json", "print_table", "read_json_arg",
+           "scenario_for"]
 
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON instead of rich text.")
 STUDY_OPTION = typer.Option(
@@ -35,6 +37,27 @@ def console() -> Console:
 
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
     return Console(highlight=False, width=width)
+
+
+def _width(text: str) -> int:
+    """Terminal columns of ``text``: wide (East Asian) characters take two, combining marks none."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def print_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: str | None = None) -> None:
+    """``rows`` under ``header`` as plain columns two spaces apart, a rule under the header.
+
+    Plain text, not a rich table: cells come from data (domain files, parsed messages) and are
+    printed as they are, never read as markup; and the look-up commands need no console.
+    """
+    widths = [max(map(_width, column)) for column in zip(header, *rows)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c + " " * (w - _width(c)) for c, w in zip(cells, widths)).rstrip()
+
+    lines = [title] if title else []
+    lines += [line(header), line(["-" * w for w in widths]), *map(line, rows)]
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def jsonable(value: Any) -> Any:

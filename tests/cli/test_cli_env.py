@@ -55,6 +55,16 @@ def test_scenario_table_names_the_terms():
     assert "base_salary" in out and "seller w" in out
 
 
+def test_tables_print_cells_verbatim_in_aligned_columns(capsys):
+    from negotiation.cli._output import _width, print_table
+
+    print_table(("name", "value"), [("[bold]x[/bold]", "1"), ("日本", "22"), ("e\u0301", "333")], title="t [/x]")
+    title, header, rule, *rows = capsys.readouterr().out.splitlines()
+    assert title == "t [/x]" and rows[0].startswith("[bold]x[/bold]  ")  # no markup read from data
+    starts = {_width(line[:line.rindex(value)]) for line, value in zip([header, *rows], ["value", "1", "22", "333"])}
+    assert starts == {_width("[bold]x[/bold]  ")} and set(rule) == {"-", " "}
+
+
 def test_score_by_hand():
     w = nego_json("scenario", "used_car", "9")["seller"]["weights"]["price"]
     mid = nego_json("score", "used_car", "9", "--ledger", '{"price": 40}')
