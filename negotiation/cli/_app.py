@@ -137,8 +137,8 @@ def failure_line(exc: BaseException) -> tuple[str, int]:
     """``(one-line message, exit status)`` for an exception leaving a command."""
     if isinstance(exc, NegotiationError):
         return str(exc), EXIT_INPUT
-    # Options checked by a model: input, named by field. Looked up, not imported: a command
-    # that never imported pydantic (`nego parse`) cannot have raised its error.
+    # Options checked by a model: input, named by field. Looked up, not imported: a process
+    # that never imported pydantic (`nego --help`) cannot have raised its error.
     pydantic = sys.modules.get("pydantic")
     if pydantic is not None and isinstance(exc, pydantic.ValidationError):
         return format_validation_error("<options>", exc), EXIT_INPUT
