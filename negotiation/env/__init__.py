@@ -8,8 +8,9 @@ a table (``select@``) never imports pandas (``_tables``).
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from negotiation._lazy import homes, lazy_attribute
 
 _EXPORTS = {
     "_domain": ("DOMAINS_DIR", "REPO_ROOT", "ROLES", "Domain", "Role", "Term", "default_domains_dir",
@@ -28,15 +29,12 @@ _EXPORTS = {
 # REPO_ROOT and DOMAINS_DIR follow the working directory (negotiation._root): they are
 # resolved on each access (a module ``__getattr__`` in ``_domain``), never cached here.
 _PER_ACCESS = frozenset({"REPO_ROOT", "DOMAINS_DIR"})
-_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+_HOME = homes(_EXPORTS)
 __all__ = sorted(_HOME)
 
 
 def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'negotiation.env' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"negotiation.env.{module}"), name)
+    value = lazy_attribute(__name__, _HOME, name)
     if name not in _PER_ACCESS:
         globals()[name] = value  # later look-ups skip this function
     return value
