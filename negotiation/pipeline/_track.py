@@ -1,10 +1,13 @@
-"""``track`` stage: one MLflow evaluation run per evaluated arm, logged once per table content,
-and the arm's selected seller as a version of its registered model (once per seller record).
+"""``track`` stage: the study's MLflow runs, each logged once per content: one training run per
+recorded ``train@<run>`` (its ``mlflow_run.json``), one evaluation run per evaluated arm, and the
+arm's selected seller as a version of its registered model (once per seller record).
 
-Logging from each ``evaluate@<arm>`` process would import MLflow and open the store nineteen
-times (about a minute of the demo's ten); one stage does it once. A run is tagged with the
-SHA-256 of the arm's episode table, so re-running the stage after one arm changed logs that arm
-only, and an unchanged arm never gets a duplicate run.
+Logging from each ``train@``/``evaluate@`` process would import MLflow and open the store once per
+process (about 4 s each on 2 cores: over a minute and a half of a demo ``dvc repro``); one stage
+does it once. An evaluation run is tagged with the SHA-256 of the arm's episode table and a
+training run with that of its record, so re-running the stage after one arm changed logs that arm
+only, and an unchanged one never gets a duplicate run. A continuation's ``parent_run`` tag is the
+run id logged here for its parent.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from typing import Any
 from negotiation.pipeline._evaluate import log_evaluation_run
 from negotiation.pipeline._plan import build_plan
 from negotiation.study import ResultsLayout, protocol_hash
-from negotiation.tracking import experiment_id, experiment_name, register_seller, registered_model_name, retrying
+from negotiation.tracking import (
+    RECORD_FILE, experiment_id, experiment_name, log_recorded_run, read_recorded_run, register_seller,
+    registered_model_name, retrying,
+)
 
 
 def _sha256(path: Path) -> str:
@@ -34,11 +40,45 @@ def _client() -> Any:
         return MlflowClient(tracking_uri=uri)
 
 
-def _logged(client: Any, study: str) -> dict[tuple[str, str], str]:
-    """``(arm, tables_sha256) -> run id`` of the evaluation runs already in the store."""
+def _logged(client: Any, study: str, phase: str = "evaluation", key: str = "tables_sha256") -> dict[tuple[str, str], str]:
+    """``(arm, <key> tag) -> run id`` of the ``phase`` runs already in the store."""
     exp = experiment_id(client, experiment_name(study))
-    runs = retrying(lambda: client.search_runs([exp], "tags.phase = 'evaluation'", max_results=5000))
-    return {(r.data.tags.get("arm", ""), r.data.tags.get("tables_sha256", "")): r.info.run_id for r in runs}
+    runs = retrying(lambda: client.search_runs([exp], f"tags.phase = '{phase}'", max_results=5000))
+    return {(r.data.tags.get("arm", ""), r.data.tags.get(key, "")): r.info.run_id for r in runs}
+
+
+def _parents_first(runs: dict[str, dict[str, Any]]) -> list[str]:
+    """The plan's runs, each after the run it continues (``parent``)."""
+    order: list[str] = []
+
+    def visit(run: str) -> None:
+        parent = runs[run].get("parent") or ""
+        if parent in runs and parent not in order:
+            visit(parent)
+        if run not in order:
+            order.append(run)
+    for run in runs:
+        visit(run)
+    return order
+
+
+def _log_training(client: Any, study: str, layout: ResultsLayout, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Log every recorded training run not yet logged with its current record."""
+    logged = _logged(client, study, "training", "record_sha256")
+    done: dict[str, Any] = {}
+    for run in _parents_first(runs):
+        path = layout.train(run) / RECORD_FILE
+        if not path.exists():  # trained elsewhere, or by a trainer that logs live
+            continue
+        digest = _sha256(path)
+        run_id = logged.get((run, digest))
+        if run_id is None:
+            parent = runs[run].get("parent") or ""
+            tags = {"record_sha256": digest, "dvc_stage": f"train@{run}",
+                    "parent_run": done.get(parent, {}).get("run_id", "")}
+            run_id = log_recorded_run(client, experiment_name(study), read_recorded_run(path), tags)
+        done[run] = {"run_id": run_id, "record_sha256": digest}
+    return done
 
 
 def _register(client: Any, study: str, arm: str, layout: ResultsLayout, run_id: str) -> str:
@@ -54,12 +94,15 @@ def _register(client: Any, study: str, arm: str, layout: ResultsLayout, run_id: 
 
 
 def run_track(study: str, results_dir: Path) -> dict[str, Any]:
-    """Log every evaluated arm not yet logged with its current table; return run ids by arm."""
+    """Log every recorded training run and every evaluated arm not yet logged with its current
+    record or table; return run ids by run and by arm."""
     layout = ResultsLayout(Path(results_dir))
     client = _client()
+    plan = build_plan(study)["plan"]
+    training = _log_training(client, study, layout, plan["runs"])
     logged = _logged(client, study)
     runs: dict[str, Any] = {}
-    for arm in build_plan(study)["plan"]["arms"]:
+    for arm in plan["arms"]:
         table = layout.episodes(arm)
         if not table.exists():
             continue
@@ -72,7 +115,7 @@ def run_track(study: str, results_dir: Path) -> dict[str, Any]:
         version = _register(client, study, arm, layout, run_id)
         runs[arm] = {"run_id": run_id, "tables_sha256": digest, "registered_model": registered_model_name(study, arm),
                      "model_version": version}
-    return {"study": study, "evaluation_runs": runs}
+    return {"study": study, "training_runs": training, "evaluation_runs": runs}
 
 
 __all__ = ["run_track"]

@@ -105,7 +105,9 @@ def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -
             progress.update(step, total, f"reward {metrics['train/reward']:.3f}, "
                                          f"KL {metrics['train/kl_penalty']:.4f}")
 
-        summary = train_arm(cfg, training_env(study.protocol), out_dir, track=track, on_step=on_step)
+        # The MLflow run is recorded beside the checkpoints; the track stage logs it (importing
+        # MLflow and opening the store here would cost each of the demo's runs about 4 s).
+        summary = train_arm(cfg, training_env(study.protocol), out_dir, track=track, record=True, on_step=on_step)
     return summary.model_dump(mode="json") if hasattr(summary, "model_dump") else dict(vars(summary))
 
 

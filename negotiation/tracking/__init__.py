@@ -16,11 +16,12 @@ from negotiation.tracking._mlflow import (
     store_lock,
     tracking_uri,
 )
-
+from negotiation.tracking._record import RECORD_FILE, RECORD_VERSION, RecordingTracker, log_recorded_run, read_recorded_run
 from negotiation.tracking._registry import SELLER_ARTIFACTS, log_dataset_input, register_seller, registered_model_name
 
 __all__ = [
     "DEFAULT_EXPERIMENT_PREFIX", "SELLER_ARTIFACTS", "DEFAULT_TRACKING_URI", "EXPERIMENT_PREFIX_ENV", "MlflowTracker", "NullTracker",
+    "RECORD_FILE", "RECORD_VERSION", "RecordingTracker", "log_recorded_run", "read_recorded_run",
     "experiment_id", "experiment_name", "flatten", "frozen_requirements", "git_commit", "log_dataset_input", "register_seller",
     "registered_model_name", "retrying", "source_tags",
     "store_lock", "tracking_uri",

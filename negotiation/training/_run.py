@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 
 from negotiation.protocol import Recipe
-from negotiation.tracking import MlflowTracker, NullTracker, experiment_name, flatten, git_commit
+from negotiation.tracking import MlflowTracker, NullTracker, RecordingTracker, experiment_name, flatten, git_commit
 from negotiation.training._checkpoint import (
     TrainingInfo, read_training_info, relative_to_folder, resolve_from, step_dir, write_checkpoint,
 )
@@ -120,14 +120,17 @@ def write_curves(ledger: RunLedger, run_dir: Path) -> None:
 
 
 def run_tracker(arm: RunArm, *, track: bool, parent_run: str | None, protocol_hash: str, size: str | int,
-                params: dict[str, Any], **tags: str) -> NullTracker:
+                params: dict[str, Any], record_to: Path | None = None, **tags: str) -> NullTracker:
     """The run's MLflow tracker (a ``NullTracker`` when ``track`` is false): ``params`` flattened,
-    the run's identity, provenance and any trainer-specific ``tags``."""
+    the run's identity, provenance and any trainer-specific ``tags``. With ``record_to`` the run
+    is recorded to that file (``RecordingTracker``) for the ``track`` stage to log."""
     if not track:
         return NullTracker()
     identity = {"study": arm.study, "arm": arm.arm, "size": size, "lr_multiple": arm.lr_multiple,
                 "parent_run": parent_run or "", "parent_arm": arm.parent_arm or ""}
     provenance = {"protocol_hash": protocol_hash, "git_commit": git_commit(), "phase": "training"}
+    if record_to is not None:
+        return RecordingTracker(record_to, arm.arm, flatten(params), {**identity, **tags, **provenance})
     return MlflowTracker(experiment_name(arm.study), arm.arm, flatten(params), {**identity, **tags, **provenance})
 
 

@@ -45,7 +45,7 @@ from negotiation.training._rollout import Rollouts, play
 from negotiation.training._run import (
     CURVES_FILE, VALIDATION_FILE, RunLedger, TrainSummary, run_steps, run_tracker, run_training, save_step,
 )
-from negotiation.tracking import NullTracker
+from negotiation.tracking import RECORD_FILE, NullTracker
 
 __all__ = ["CURVES_FILE", "VALIDATION_FILE", "TrainSummary", "train_arm"]
 
@@ -122,14 +122,15 @@ def _validate(st: _State, items: list[TrainItem], maker: ScenarioMaker, env: Env
     return float(play(st.policy, spec, jobs, env).scores.mean())
 
 
-def _tracker(cfg: TrainConfig, env: EnvConfig, track: bool, parent_run: str | None) -> NullTracker:
+def _tracker(cfg: TrainConfig, env: EnvConfig, track: bool, parent_run: str | None,
+             record_to: Path | None) -> NullTracker:
     params = {"recipe": cfg.recipe.model_dump(mode="json"), "data": cfg.data.model_dump(mode="json"),
               "arm": cfg.arm.model_dump(mode="json"), "env": vars(env)}
     return run_tracker(cfg.arm, track=track, parent_run=parent_run, protocol_hash=cfg.protocol_hash,
-                       size=cfg.arm.arch.width, params=params)
+                       size=cfg.arm.arch.width, params=params, record_to=record_to)
 
 
-def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: bool = True,
+def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: bool = True, record: bool = False,
               threads: int = 1, on_step: Callable[[int, int, dict[str, float]], None] | None = None) -> TrainSummary:
     """Train one arm; write ``run_dir`` (``step_N/`` folders, ``curves.csv``, ``validation.csv``).
 
@@ -138,13 +139,16 @@ def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: b
         env: environment constants; training uses the training-phase ACCEPT flag.
         run_dir: output folder of the arm; created if missing.
         track: log the run to MLflow (``MLFLOW_TRACKING_URI``, default ``sqlite:///mlflow.db``).
+        record: with ``track``, record the MLflow run to ``run_dir/mlflow_run.json`` (``RECORD_FILE``) instead of
+            logging it now (the ``track`` stage logs it; this process never imports MLflow).
         threads: torch CPU threads while training (restored after); 1 is fastest for these
             small networks and keeps results identical across runs.
         on_step: ``(own step done, own steps, metrics)`` after each optimizer step (progress).
     """
     run_dir = Path(run_dir)
+    record_to = run_dir / RECORD_FILE if record else None
     return run_training(cfg.arm, run_dir, threads=threads, setup=lambda ledger: _setup(cfg, ledger),
-                        tracker=lambda parent_run: _tracker(cfg, env, track, parent_run),
+                        tracker=lambda parent_run: _tracker(cfg, env, track, parent_run, record_to),
                         train=lambda st, tracker: _loop(st, cfg, env, run_dir, tracker, on_step))
 
 

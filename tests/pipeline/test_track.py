@@ -65,3 +65,31 @@ def test_each_arm_is_a_registered_model_with_its_seller_and_scenarios_as_input(t
     (dataset,) = run.inputs.dataset_inputs
     assert dataset.dataset.name == "demo-evaluation-scenarios"
     assert {t.key: t.value for t in dataset.tags}["mlflow.data.context"] == "evaluation"
+
+
+def test_recorded_training_runs_are_logged_once_parents_first(tmp_path, monkeypatch):
+    """The demo's train@ stages record their MLflow runs; track logs each once per record, a
+    continuation tagged with its parent's run id."""
+    from negotiation.tracking import RECORD_FILE, RecordingTracker
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    layout = ResultsLayout(tmp_path / "outputs/demo")
+    for run, parent in (("w64_shared_cont", "w64_shared_init"), ("w64_shared_init", "")):  # child written first
+        tracker = RecordingTracker(layout.train(run) / RECORD_FILE, run, {"recipe.group_size": "8"},
+                                   {"arm": run, "phase": "training", "parent_run": "", "parent_arm": parent})
+        tracker.log_step(1, {"train/reward": 0.25})
+        tracker.finish()
+    first = run_track("demo", layout.dir)["training_runs"]
+    assert sorted(first) == ["w64_shared_cont", "w64_shared_init"]
+    assert run_track("demo", layout.dir)["training_runs"] == first  # unchanged records: no new run
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient()
+    runs = {r.data.tags["arm"]: r for r in client.search_runs(
+        [client.get_experiment_by_name("negotiation/demo").experiment_id], "tags.phase = 'training'")}
+    assert sorted(runs) == sorted(first)
+    child, parent = runs["w64_shared_cont"], runs["w64_shared_init"]
+    assert child.data.tags["parent_run"] == parent.info.run_id == first["w64_shared_init"]["run_id"]
+    assert child.data.tags["dvc_stage"] == "train@w64_shared_cont" and child.data.metrics["train/reward"] == 0.25
+    assert child.data.params["recipe.group_size"] == "8" and child.info.status == "FINISHED"

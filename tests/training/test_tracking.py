@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
+from negotiation.errors import ConfigError
 from negotiation.training import DEFAULT_TRACKING_URI, read_training_info, tracking_uri, train_arm
-from negotiation.tracking import flatten, git_commit
+from negotiation.tracking import RECORD_FILE, flatten, git_commit, log_recorded_run, read_recorded_run
 from tests.training.tiny_setup import ENV, tiny_config
 
 CURVES = ["train/reward", "train/kl_penalty", "train/entropy", "train/lr", "train/grad_norm"]
@@ -78,3 +81,40 @@ def test_one_run_per_arm_with_curves_and_tags(tmp_path, monkeypatch):
     assert [m.step for m in client.get_metric_history(child.info.run_id, "validation/score")] == [3, 5]
     assert read_training_info(tmp_path / "cont" / "step_2").mlflow_run_id == cont.mlflow_run_id
 
+
+
+def test_a_recorded_run_logs_what_the_live_run_logs(tmp_path, monkeypatch):
+    """``record=True`` opens no MLflow store; logging the record later gives the live run's params,
+    tags and metric histories (the ``track`` stage sets the parent link and its own tags)."""
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    live = train_arm(tiny_config(), ENV, tmp_path / "live")
+    recorded = train_arm(tiny_config(), ENV, tmp_path / "recorded", record=True)
+    assert recorded.mlflow_run_id is None and read_training_info(tmp_path / "recorded" / "step_3").mlflow_run_id is None
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("negotiation/tiny").experiment_id
+    assert len(client.search_runs([exp])) == 1  # recording logged nothing
+    record = read_recorded_run(tmp_path / "recorded" / RECORD_FILE)
+    run_id = log_recorded_run(client, "negotiation/tiny", record, {"dvc_stage": "train@w8"})
+    a, b = client.get_run(live.mlflow_run_id), client.get_run(run_id)
+    assert a.data.params == b.data.params and b.info.status == "FINISHED"
+    ignore = {"checkpoints", "dvc_stage", "mlflow.runName"}
+    assert {k: v for k, v in a.data.tags.items() if k not in ignore} == \
+        {k: v for k, v in b.data.tags.items() if k not in ignore}
+    for key in [*CURVES, "validation/score"]:
+        assert [(m.step, m.value) for m in client.get_metric_history(a.info.run_id, key)] == \
+            [(m.step, m.value) for m in client.get_metric_history(b.info.run_id, key)]
+
+
+def test_a_bad_record_is_refused_naming_file_and_key(tmp_path):
+    path = tmp_path / RECORD_FILE
+    path.write_text(json.dumps({"version": 1, "run_name": "w8", "params": {}, "tags": {}, "metrics": []}))
+    with pytest.raises(ConfigError, match=f"{RECORD_FILE}:status: missing"):
+        read_recorded_run(path)
+    path.write_text(json.dumps({"version": 9, "run_name": "w8", "params": {}, "tags": {}, "metrics": [], "status": None}))
+    with pytest.raises(ConfigError, match="version: expected 1, got 9"):
+        read_recorded_run(path)
+    path.write_text("{")
+    with pytest.raises(ConfigError, match="line 1: invalid JSON"):
+        read_recorded_run(path)
