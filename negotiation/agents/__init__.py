@@ -3,7 +3,8 @@
 from typing import Any
 
 from negotiation._lazy import lazy_attribute
-from negotiation.agents._llm_ratelimit import (RateLimit, RateLimiter, configure_rate_limits, provider_limiter,
+from negotiation.agents._llm_ratelimit import (RateLimit, RateLimiter, configure_rate_limits, configured_rate_limits,
+                                               install_limiters, provider_limiter,
                                                rate_limits_from_params)
 from negotiation.agents._offers import offer_at_target
 from negotiation.agents._prose import action_json, render_accept, render_counter, term_phrase
@@ -13,7 +14,8 @@ from negotiation.env import Agent, Reply, View
 
 __all__ = [
     "Agent", "AgentCallError", "AgentSpec", "RateLimit", "RateLimiter", "Reply", "RetryPolicy", "ScriptedAgent", "View", "action_json",
-    "configure_rate_limits", "make_agent", "provider_limiter", "rate_limits_from_params",
+    "configure_rate_limits", "configured_rate_limits", "install_limiters", "make_agent", "provider_limiter",
+    "rate_limits_from_params",
     "make_scripted", "offer_at_target", "parse_spec", "register_kind", "render_accept",
     "render_counter", "term_phrase", "Policy", "PolicyAgent", "PolicyArch",
 ]

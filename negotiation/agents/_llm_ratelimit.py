@@ -137,6 +137,18 @@ def configure_rate_limits(limits: Mapping[str, RateLimit], *, clock: Clock = tim
     _LIMITERS.update(fresh)
 
 
+def configured_rate_limits() -> dict[str, RateLimit]:
+    """The limits installed in this process, by provider (what a cluster-wide limiter enforces)."""
+    return {provider: limiter.limit for provider, limiter in _LIMITERS.items()}
+
+
+def install_limiters(limiters: Mapping[str, Any]) -> None:
+    """Install ready limiters (replacing the process's): objects with ``await acquire(tokens)``
+    and ``settle(estimated, actual)``, e.g. proxies of one limiter a whole cluster shares."""
+    _LIMITERS.clear()
+    _LIMITERS.update(limiters)
+
+
 def provider_limiter(provider: str) -> RateLimiter | None:
     """The limiter every agent of ``provider`` in this process shares, if it has a limit."""
     return _LIMITERS.get(provider)

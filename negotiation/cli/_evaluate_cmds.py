@@ -18,7 +18,7 @@ from negotiation.agents import RetryPolicy
 from negotiation.errors import ConfigError, NegotiationError, format_validation_error
 from negotiation.evaluation import (
     FAULT_KINDS, CellProgress, EvaluationResult, Faults, RunOptions, StandinConfig, StandinServer, build_cell,
-    evaluate_cell, parse_buyers, parse_seeds,
+    evaluate_cell, parse_backend, parse_buyers, parse_seeds,
 )
 from negotiation.names import check_name
 from negotiation.pipeline import StageProgress
@@ -71,6 +71,9 @@ def evaluate(
     timeout: float = typer.Option(120.0, "--timeout", min=0.001, max=86_400.0, help="Seconds per LLM request"),
     backoff: float = typer.Option(1.0, "--backoff", min=0.0, help="Seconds before the first retry (doubles each time)"),
     backoff_max: float = typer.Option(60.0, "--backoff-max", min=0.0, help="Longest wait between retries"),
+    backend: str = typer.Option("local", "--backend", help="local, or ray: workers on the $RAY_ADDRESS cluster "
+                                                          "(else a Ray instance here); same tables"),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Ray workers (default: one per cluster CPU)"),
 ) -> None:
     """Evaluate a seller against buyers over domains x seeds; resumable, with retries and error rows."""
     try:
@@ -85,7 +88,8 @@ def evaluate(
                           seeds=parse_seeds(seeds) if seeds else None)
         options = RunOptions(concurrency=concurrency, retry_errors=retry_errors, pilot=pilot, deviation=deviation,
                              retry=RetryPolicy(max_attempts=max_attempts, timeout_s=timeout, base_delay_s=backoff,
-                                               max_delay_s=backoff_max))
+                                               max_delay_s=backoff_max),
+                             backend=parse_backend(backend, workers, where="--backend"))
         # A bar on a terminal, else log lines (-v): a refused spec stays the one line on stderr.
         with StageProgress(f"evaluate {cell.arm}", unit="episodes") as bar:
 

@@ -1,6 +1,7 @@
 """The evaluation harness: cell runner, results store, pilot gate, accounting, stand-in server."""
 
 from negotiation.evaluation._accounting import arm_accounting, write_accounting
+from negotiation.evaluation._backend import BACKENDS, ExecutionBackend, parse_backend
 from negotiation.evaluation._cell import AgentPool, CellProgress, CellSpec, play_episode, run_cell
 from negotiation.evaluation._fingerprint import StoreFingerprint, adopt_fingerprint
 from negotiation.evaluation._pilot import PilotResult, decide, run_pilot
@@ -11,7 +12,8 @@ from negotiation.evaluation._standin_prompt import PromptReadError, read_view
 from negotiation.evaluation._store import ResultsStore, StoreLockedError
 
 __all__ = [
-    "FAULT_KINDS", "PERSONAS", "AgentPool", "CellProgress", "CellSpec", "EvaluationResult", "Faults",
+    "BACKENDS", "ExecutionBackend", "parse_backend", "FAULT_KINDS", "PERSONAS", "AgentPool", "CellProgress",
+    "CellSpec", "EvaluationResult", "Faults",
     "PilotResult", "PromptReadError", "ResultsStore", "RunOptions", "StandinConfig", "StandinServer",
     "StoreFingerprint", "StoreLockedError", "adopt_fingerprint", "agent_factory", "arm_accounting", "build_cell", "cell_fingerprint", "decide", "env_config",
     "evaluate_arm", "evaluate_cell", "parse_buyers", "parse_seeds", "play_episode", "read_view", "run_cell",

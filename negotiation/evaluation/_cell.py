@@ -128,6 +128,8 @@ class AgentPool:
         """Every agent built, started or not."""
         self.started: set[tuple[str, str]] = set()
         """Agents that were started (played, or were ready to play) in this run."""
+        self.remote: set[tuple[str, str]] = set()
+        """Agents that played in other processes (Ray workers) for this run; never started here."""
 
     def peek(self, spec: str, role: str) -> Any:
         """The agent, built but not started (no server launched): for its settings and records."""
@@ -137,8 +139,16 @@ class AgentPool:
         return self.agents[key]
 
     def used(self, spec: str, role: str) -> Any | None:
-        """The agent if it was started in this run, else None."""
-        return self.agents[(spec, role)] if (spec, role) in self.started else None
+        """The agent if it played in this run (here or in a worker), else None."""
+        key = (spec, role)
+        return self.agents[key] if key in self.started or key in self.remote else None
+
+    def played_remotely(self, spec: str, role: str, rejected: dict[str, str]) -> None:
+        """Record that a worker's copy of the agent played, and what its provider refused."""
+        agent = self.peek(spec, role)
+        if getattr(agent, "record", None) is not None:
+            agent.record.rejected.update(rejected)
+        self.remote.add((spec, role))
 
     async def get(self, spec: str, role: str) -> Any:
         agent = self.peek(spec, role)
@@ -177,8 +187,7 @@ async def run_cell(cell: CellSpec, store: ResultsStore, env: EnvConfig, agents: 
         buyers: labels to run (default: all of the cell's; a failed pilot gate removes some).
         on_progress: called after every stored episode.
     """
-    todo, counts = store.plan(cell.keys(buyers), retry_errors=retry_errors)
-    progress = CellProgress(total=len(todo), skipped=counts["done"] + counts["errors_kept"])
+    todo, progress = plan_cell(cell, store, buyers, retry_errors)
     if not todo:
         return progress
     pool = agents if isinstance(agents, AgentPool) else AgentPool(agents)
@@ -188,6 +197,14 @@ async def run_cell(cell: CellSpec, store: ResultsStore, env: EnvConfig, agents: 
         if pool is not agents:
             await pool.aclose()
     return progress
+
+
+def plan_cell(cell: CellSpec, store: ResultsStore, buyers: list[str] | None,
+              retry_errors: bool) -> tuple[list[tuple[Key, int]], CellProgress]:
+    """What a (re)run of ``cell`` must play, in run order, and its progress totals (the resume
+    rule every backend follows: ``ResultsStore.plan``)."""
+    todo, counts = store.plan(cell.keys(buyers), retry_errors=retry_errors)
+    return todo, CellProgress(total=len(todo), skipped=counts["done"] + counts["errors_kept"])
 
 
 async def _run_todo(cell: CellSpec, store: ResultsStore, env: EnvConfig, pool: AgentPool,

@@ -17,11 +17,13 @@ from typing import Any, Callable, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from negotiation.agents import parse_spec
 from negotiation.agents._llm_retry import RetryPolicy
 from negotiation.agents._llm_sampling import SamplingRole
 from negotiation.agents._llm_secrets import redact_obj
 from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.evaluation._accounting import arm_accounting, write_accounting, write_json
+from negotiation.evaluation._backend import ExecutionBackend
 from negotiation.evaluation._cell import AgentFactory, AgentPool, CellProgress, CellSpec, prompt_hash_of, run_cell
 from negotiation.evaluation._fingerprint import StoreFingerprint, adopt_fingerprint
 from negotiation.evaluation._pilot import PilotResult, run_pilot
@@ -49,6 +51,8 @@ class RunOptions(BaseModel):
     """Logged deviation that covers a failed pilot gate (the cell then runs; the audit checks it)."""
     retry: RetryPolicy = RetryPolicy()
     """Retry policy of LLM calls."""
+    backend: ExecutionBackend = ExecutionBackend()
+    """Where the full cell's episodes are played (the pilot always runs here); same tables either way."""
 
 
 @dataclass
@@ -78,7 +82,7 @@ def _write_details(out: Path, pool: AgentPool) -> None:
     """``sampling_detail.json``: every agent's full sampling record (requested, sent, refused)."""
     records = {f"{role}:{spec}": {**a.record.model_dump(), "accepted": a.record.accepted}
                for (spec, role), a in pool.agents.items()
-               if (spec, role) in pool.started and getattr(a, "record", None) is not None}
+               if pool.used(spec, role) is not None and getattr(a, "record", None) is not None}
     if not records:
         return
     path = out / "sampling_detail.json"
@@ -93,6 +97,14 @@ def _write_sampling(out: Path, cell: CellSpec, pool: AgentPool, protocol_hash: s
     seller = pool.peek(cell.seller, "seller")
     buyers = {label: pool.peek(spec, "buyer") for label, spec in cell.buyers.items()}
     write_redacted(sampling_record(cell.study, cell.arm, seller, buyers, protocol_hash), out / "sampling.json")
+
+
+def _seller_gpus(cell: CellSpec, serve: ServeSettings | None) -> int:
+    """GPUs a served seller's actor reserves on a cluster: the serving tensor parallelism (from
+    ``serve``, i.e. the protocol's size, else the spec's ``tp=``), 0 for sellers that are not served."""
+    if not cell.seller.startswith("vllm:"):  # (a factory may know kinds the spec parser does not)
+        return 0
+    return serve.tensor_parallel_size if serve is not None else parse_spec(cell.seller).option("tp", 1, int)
 
 
 def cell_fingerprint(cell: CellSpec, pool: AgentPool, protocol: Any, protocol_hash: str,
@@ -150,9 +162,16 @@ async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, proto
                 buyers = [b for b in buyers if pilot[b].proceeds]
             progress = CellProgress()
             if buyers:
-                progress = await run_cell(cell, store, env, pool, concurrency=options.concurrency,
-                                          retry_errors=options.retry_errors, buyers=buyers,
-                                          on_progress=(lambda p: on_progress("cell", p)) if on_progress else None)
+                report = (lambda p: on_progress("cell", p)) if on_progress else None
+                if options.backend.kind == "ray":
+                    from negotiation.evaluation._ray import run_cell_ray  # Ray is loaded only when asked for
+
+                    progress = await run_cell_ray(cell, store, env, pool, concurrency=options.concurrency,
+                                                  retry_errors=options.retry_errors, buyers=buyers, on_progress=report,
+                                                  backend=options.backend, seller_gpus=_seller_gpus(cell, serve))
+                else:
+                    progress = await run_cell(cell, store, env, pool, concurrency=options.concurrency,
+                                              retry_errors=options.retry_errors, buyers=buyers, on_progress=report)
             episodes, turns = store.compact()
             write_accounting(out, episodes)
             _write_details(out, pool)

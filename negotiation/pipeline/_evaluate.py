@@ -13,12 +13,13 @@ import asyncio
 import hashlib
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
-from negotiation.errors import NegotiationError
-from negotiation.evaluation import (AgentPool, CellProgress, ResultsStore, RunOptions, agent_factory, build_cell,
-                                    cell_fingerprint, evaluate_cell, run_pilot)
+from negotiation.errors import ConfigError, NegotiationError
+from negotiation.evaluation import (AgentPool, CellProgress, ExecutionBackend, ResultsStore, RunOptions, agent_factory,
+                                    build_cell, cell_fingerprint, evaluate_cell, parse_backend, run_pilot)
 from negotiation.evaluation._records import pilot_record, write_redacted
 from negotiation.agents import configure_rate_limits, parse_spec, rate_limits_from_params
 from negotiation.agents._llm_vllm import ServeSettings
@@ -81,6 +82,21 @@ def _concurrency(given: int | None) -> int:
     return given if given is not None else runtime_knob("evaluate.concurrency", RunOptions().concurrency)
 
 
+def _backend() -> ExecutionBackend:
+    """Where the evaluate stage plays its episodes: run-time knobs ``evaluate.backend`` (``local``
+    or ``ray``; the cluster is ``$RAY_ADDRESS``'s) and ``evaluate.workers`` (Ray workers; ``auto``:
+    one per cluster CPU). Never stage params: the tables are the same either way."""
+    kind = runtime_knob("evaluate.backend", "local")
+    where = "$NEGO_EVAL_BACKEND" if os.environ.get("NEGO_EVAL_BACKEND") else f"{PARAMS_FILE}:evaluate.backend"
+    workers = runtime_knob("evaluate.workers", "auto")
+    if workers == "auto":
+        return parse_backend(kind, None, where=where)
+    if not workers.isdigit() or int(workers) == 0:
+        source = "$NEGO_EVAL_WORKERS" if os.environ.get("NEGO_EVAL_WORKERS") else f"{PARAMS_FILE}:evaluate.workers"
+        raise ConfigError(f"{source}: expected a positive integer or auto, got {workers!r}")
+    return parse_backend(kind, int(workers), where=where)
+
+
 def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int | None = None) -> PilotRecord:
     """Run the pilot gate of ``arm`` against every evaluation buyer; write ``pilot/<arm>.json``."""
     concurrency = _concurrency(concurrency)
@@ -140,7 +156,7 @@ def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurre
     _torch_single_thread(seller)
     cell = build_cell(study.protocol, arm=arm, seller=seller)
     options = RunOptions(concurrency=concurrency, retry_errors=retry_errors, pilot=False,
-                         deviation=override_ids[0] if override_ids else None)
+                         deviation=override_ids[0] if override_ids else None, backend=_backend())
     out = layout.evaluate(arm)
     with StageProgress(f"evaluate@{arm}", unit="episodes") as progress:
         def on_progress(phase: str, p: CellProgress) -> None:

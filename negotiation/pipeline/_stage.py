@@ -19,7 +19,8 @@ from negotiation.tracking import DEFAULT_EXPERIMENT_PREFIX, DEFAULT_TRACKING_URI
 PARAMS_FILE = Path("params.yaml")
 
 
-RUNTIME_KNOBS = {"evaluate.concurrency": "NEGO_EVAL_CONCURRENCY", "tracking.uri": "MLFLOW_TRACKING_URI",
+RUNTIME_KNOBS = {"evaluate.concurrency": "NEGO_EVAL_CONCURRENCY", "evaluate.backend": "NEGO_EVAL_BACKEND",
+                 "evaluate.workers": "NEGO_EVAL_WORKERS", "tracking.uri": "MLFLOW_TRACKING_URI",
                  "training.micro_batch_tokens": "NEGO_TRAIN_MICRO_BATCH_TOKENS",
                  "tracking.experiment_prefix": "NEGO_EXPERIMENT_PREFIX"}
 """Run-time knobs: ``params.yaml`` key -> environment variable that overrides it. They change how
