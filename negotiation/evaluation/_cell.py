@@ -8,6 +8,10 @@ An agent call that fails for good (a permanent error, or retries exhausted) ends
 ONE error row (``negotiation.env.error_row``: the episode table's columns, ``outcome = "error"``,
 the error's class and message, NaN scores, the counts, tokens, cost and retries spent so far),
 and no turn rows. The failed call is never applied as a move.
+One failure is an outcome instead: a seller whose next prompt no longer fits its model's
+context (``CONTEXT_SPENT``) after it has spoken cannot speak again, so the episode ends there
+as a no-deal before the turn cap, the way training's rollout driver truncates it (its score is
+the no-deal's ``-λ``; docs/evaluation.md). The turns played stay in the tables.
 Any other exception is a bug and stops the cell.
 """
 
@@ -25,6 +29,9 @@ from negotiation.env import (
     EnvConfig, Negotiation, aplay_turn, episode_row, error_row, load_domain, make_scenario, turn_rows,
 )
 from negotiation.evaluation._store import Key, ResultsStore
+
+CONTEXT_SPENT = "ContextWindowExceededError"
+"""Error class of a prompt plus its token cap over the model's context (``hf:``'s check, a server's 400)."""
 
 
 class CellSpec(BaseModel):
@@ -105,12 +112,23 @@ async def play_episode(key: Key, attempt: int, cell: CellSpec, seller: Any, buye
             await aplay_turn(game, agents[game.next_role])
     except AgentCallError as err:
         extra["cost_known"] = _cost_known(game, (seller, buyer))
-        message = f"{err.role} call at turn {len(game.turns) + 1}: {err.message}"
-        return error_row(game, seller.spec, buyer.spec, extra, error_class=err.error_class, error_message=message,
-                         retries=err.retries), []
+        if not _seller_context_spent(err, game):
+            message = f"{err.role} call at turn {len(game.turns) + 1}: {err.message}"
+            return error_row(game, seller.spec, buyer.spec, extra, error_class=err.error_class,
+                             error_message=message, retries=err.retries), []
+        game.outcome = "no_deal"  # the engine's own no-deal, reached before its turn cap
     episode = game.record(seller.spec, buyer.spec)
     extra["cost_known"] = _cost_known(game, (seller, buyer))
     return episode_row(episode, extra), turn_rows(episode, extra)
+
+
+def _seller_context_spent(err: AgentCallError, game: Negotiation) -> bool:
+    """Whether the failure is the seller's context running out after its opening turn.
+
+    An opening prompt that does not fit stays an error row: that seller cannot play at all.
+    A buyer's context running out stays an error row too: it is not the seller's outcome.
+    """
+    return err.error_class == CONTEXT_SPENT and err.role == "seller" and len(game.turns) > 0
 
 
 AgentFactory = Callable[[str, str], Any]

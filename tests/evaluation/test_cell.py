@@ -58,14 +58,15 @@ def test_resume_plays_nothing_twice(tmp_path):
 class FailingAgent:
     """Plays scripted moves, then fails for good on its ``fail_on``-th call."""
 
-    def __init__(self, role, fail_on, transient=False):
+    def __init__(self, role, fail_on, transient=False, error_class="BadRequestError"):
         self.spec, self.inner, self.fail_on, self.transient, self.calls = "test:failing", make_agent(
             "scripted:boulware", role), fail_on, transient, 0
+        self.error_class = error_class
 
     async def arespond(self, view):
         self.calls += 1
         if self.calls == self.fail_on:
-            failure = CallFailure("BadRequestError", "HTTP 400: invalid request", transient=self.transient)
+            failure = CallFailure(self.error_class, "HTTP 400: invalid request", transient=self.transient)
             raise AgentCallError(failure, retries=3, spec=self.spec, role=view.role)
         reply = self.inner.respond(view)
         return Reply(reply.text, tokens_in=100, tokens_out=10, cost=0.001, retries=1)
@@ -90,6 +91,32 @@ def test_a_permanent_failure_is_one_error_row_and_never_a_move(tmp_path):
     assert len(list((tmp_path / "shards").glob("*/*.a001.error.json"))) == 1
     played, _ = store_of_played(cell, tmp_path / "played")
     assert list(episodes.columns) == list(played.columns)  # one schema: the engine's columns, in its order
+
+
+ONE_EPISODE = CELL.model_copy(update={"buyers": {"tft": "scripted:titfortat"}, "domains": ("used_car",),
+                                      "seeds": (5_000_000,)})
+
+
+def test_a_seller_whose_context_is_spent_ends_the_episode_as_a_no_deal(tmp_path):
+    failing = FailingAgent("seller", fail_on=3, error_class="ContextWindowExceededError")
+    store = ResultsStore(tmp_path)
+    progress = run(ONE_EPISODE, store, lambda spec, role: failing if role == "seller" else make_agent(spec, role))
+    episodes, turns = store.frames()
+    row = episodes.iloc[0].to_dict()
+    assert progress.errors == 0 and row["outcome"] == "no_deal" and not row["deal"]
+    assert row["S"] == pytest.approx(-DEMO.environment.no_deal_penalty)
+    assert row["n_turns"] == 4 < ENV.max_turns  # two rounds played, then the seller could not speak
+    assert len(turns) == 4 and list(turns["turn"]) == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("role, fail_on", [("seller", 1), ("buyer", 2)])
+def test_an_opening_or_buyer_context_overflow_stays_an_error_row(tmp_path, role, fail_on):
+    failing = FailingAgent(role, fail_on=fail_on, error_class="ContextWindowExceededError")
+    store = ResultsStore(tmp_path)
+    progress = run(ONE_EPISODE, store, lambda spec, r: failing if r == role else make_agent(spec, r))
+    episodes, turns = store.frames()
+    assert progress.error_classes == {"ContextWindowExceededError": 1}
+    assert episodes.iloc[0]["outcome"] == "error" and turns.empty
 
 
 def store_of_played(cell, folder):
