@@ -27,7 +27,7 @@ from negotiation.analysis._bootstrap import (
     percentile_interval,
     resample_cluster_means,
 )
-from negotiation.analysis._contrast import contrast, contrast_values, run_family
+from negotiation.analysis._contrast import contrast, contrast_values, not_estimable, run_family
 from negotiation.analysis._descriptors import (
     descriptor_summary,
     env_seller_utility,
@@ -96,7 +96,7 @@ __all__ = [
     "contrast", "contrast_values", "deal_efficiency", "default_contrasts",
     "descriptor_summary", "env_seller_utility", "episode_descriptors", "hand_read_packet",
     "holm", "interval_mark", "load_tables", "max_welfare", "metric_series", "metrics_table",
-    "nash_point", "outcome_summary", "packet_results", "paired_values", "pareto_frontier",
+    "nash_point", "not_estimable", "outcome_summary", "packet_results", "paired_values", "pareto_frontier",
     "percentile_interval", "problem_from_scenario", "report_results",
     "require_valid", "require_validated", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
     "bootstrap_settings", "scoped", "signed_distance", "solve_scenario", "solve_scenarios",

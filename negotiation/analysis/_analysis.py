@@ -16,7 +16,7 @@ import pandas as pd
 
 from negotiation.analysis._bootstrap import BootstrapSettings, cluster_bootstrap
 from negotiation.study import ContrastResult, ContrastSpec, GuardRules, Interval, resolve_guards, resolve_read_step
-from negotiation.analysis._contrast import run_family
+from negotiation.analysis._contrast import not_estimable, run_family
 from negotiation.analysis._descriptors import (
     descriptor_summary,
     env_seller_utility,
@@ -121,6 +121,8 @@ class AnalysisResult:
     strategy: pd.DataFrame | None = None
     """Per arm: the opening offer's value and closing turns that name the concession (``strategy_summary``;
     needs turn tables). Shown in the report, not written under ``analyze/``."""
+    not_estimable: list[str] = field(default_factory=list)
+    """Deal-only contrasts without an estimate: no scenario on which every arm closed a deal."""
 
 
 EFFICIENCY_COLUMNS = ("frontier_distance", "nash_distance", "welfare_share")
@@ -206,6 +208,7 @@ def run_analysis(
     table = _arm_table(frames, metrics, turns, context, term_names, alpha)
     specs = list(contrasts) if contrasts is not None else default_contrasts(protocol, arms, list(frames), context)
     results = run_family(frames, specs, settings)
+    unestimated = not_estimable(specs, results)
     rules = rules or resolve_guards(protocol, None)
     roles = size_roles(protocol, arms, list(frames))
     comparators = {n: roles[arms[n].size].shared_final for n in frames if n in arms and arms[n].kind == "trained"
@@ -220,7 +223,7 @@ def run_analysis(
                                     env_seller_utility(alpha))
     costs = frontier_costs(frames, arms, protocol, prices)
     return AnalysisResult(metrics, table, results, guards, style_dagger(guards), solutions, settings, levels,
-                          costs, strategy)
+                          costs, strategy, unestimated)
 
 
 def arm_levels(frames: Mapping[str, pd.DataFrame], context: MetricContext, settings: BootstrapSettings
@@ -252,6 +255,8 @@ def write_analysis(result: AnalysisResult, out_dir: Path, study: str) -> dict[st
     contrasts = {"version": 1, "study": study,
                  "settings": result.settings.model_dump() if result.settings else None,
                  "contrasts": [c.model_dump(mode="json") for c in result.contrasts]}
+    if result.not_estimable:  # written only when set, so a study whose contrasts all have estimates keeps its bytes
+        contrasts["not_estimable"] = result.not_estimable
     paths["contrasts.json"].write_text(json.dumps(contrasts, indent=1) + "\n", encoding="utf-8")
     result.metrics.to_parquet(paths["metrics.parquet"], index=False)
     result.arm_table.reset_index(names="arm").to_parquet(paths["arms.parquet"], index=False)

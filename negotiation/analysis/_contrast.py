@@ -55,10 +55,25 @@ def contrast(
     return bootstrap_series(contrast_values(frames, spec), settings, rng)
 
 
+def _no_paired_deal(spec: ContrastSpec, err: PairingError) -> bool:
+    """Whether the failure is a deal-only contrast finding no key that every arm closed."""
+    return metric_spec(spec.metric).deal_only and err.key == "keys"
+
+
+def not_estimable(specs: Sequence[ContrastSpec], results: Sequence[ContrastResult]) -> list[str]:
+    """Names of the specs ``run_family`` left out (no scenario where every arm closed a deal)."""
+    done = {r.spec.name for r in results}
+    return [s.name for s in specs if s.name not in done]
+
+
 def run_family(
     frames: Mapping[str, pd.DataFrame], specs: Sequence[ContrastSpec], settings: BootstrapSettings
 ) -> list[ContrastResult]:
-    """Every contrast from one Generator seeded by ``settings.seed``, Holm on the primaries.
+    """Every estimable contrast from one Generator seeded by ``settings.seed``, Holm on the primaries.
+
+    A deal-only contrast (Ũ, welfare, ...) with no scenario on which every arm closed a deal has
+    no estimate (an arm that never closes, like a seller that never writes a readable action):
+    it is left out of the results (``not_estimable`` names it); any other pairing failure raises.
 
     The specs run in the given order, so the same specs, tables and seed give
     bit-identical intervals. Pairing goes through ``PairedTables`` (integer keys), which
@@ -66,10 +81,17 @@ def run_family(
     """
     rng = np.random.default_rng(settings.seed)
     tables = PairedTables(frames)
-    intervals = []
+    estimable, intervals = [], []
     for spec in specs:
-        values, clusters = tables.values(spec)
+        try:
+            values, clusters = tables.values(spec)
+        except PairingError as err:
+            if not _no_paired_deal(spec, err):
+                raise
+            continue  # no draw is taken, so the contrasts after it keep the draws they would have
+        estimable.append(spec)
         intervals.append(cluster_bootstrap(values, clusters, settings, rng))
+    specs = estimable
     primary_at = [i for i, spec in enumerate(specs) if spec.primary]
     rejected, adjusted = holm([intervals[i].p for i in primary_at], settings.alpha) if primary_at else ([], [])
     holm_by_index = {i: (bool(r), float(a)) for i, r, a in zip(primary_at, rejected, adjusted)}

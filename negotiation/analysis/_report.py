@@ -95,7 +95,8 @@ def _preamble(study: str, result: AnalysisResult, validation: Any) -> list[str]:
         f"because a bound sat within its Monte Carlo band (protocol band {s.mc_band}); resampler: {backend()}.",
         "Marks: * primary contrast surviving Holm; e exploratory interval excluding 0; † passes the prespecified "
         "guards but fails a post-hoc one.",
-    ]
+    ] + ([f"Not estimable (no scenario on which every arm closed a deal; shown as —): "
+          f"{', '.join(result.not_estimable)}."] if result.not_estimable else [])
 
 
 def build_report(result: AnalysisResult, study: Study, out_dir: Path, validation, registry: RegistryInputs,
