@@ -282,11 +282,10 @@ def track(args) -> None:
 
 def profile_arms(study, results: Path) -> list[str]:
     """The GPU profile's arms that have episode tables under ``results``, plus the reference arms."""
-    from negotiation.pipeline import gpu_profile_arms
     from negotiation.study import ResultsLayout
 
     layout = ResultsLayout(results)
-    chosen = gpu_profile_arms(study) | {n for n, a in study.arms.items() if a.kind == "reference"}
+    chosen = study.gpu_profile_arms() | {n for n, a in study.arms.items() if a.kind == "reference"}
     return sorted(n for n in chosen if layout.episodes(n).is_file())
 
 

@@ -16,7 +16,7 @@ _EXPORTS = {
                   "run_report", "run_validate"),
     "_evaluate": ("GateClosedError", "arm_metrics", "run_evaluate_stage", "run_pilot_stage"),
     "_progress": ("StageProgress",),
-    "_plan": ("build_plan", "gpu_profile_arms", "plan_path", "render_plan", "stale_code_deps", "write_plan"),
+    "_plan": ("build_plan", "plan_path", "render_plan", "stale_code_deps", "write_plan"),
     "_scenarios": ("run_scenarios", "scenario_table"),
     "_status": ("arm_reads", "arm_rows", "study_state"),
     "_stage": ("RUNTIME_KNOBS", "parser", "runtime_knob", "stage_main", "tracking_uri_from_params", "write_json"),

@@ -21,18 +21,17 @@ from negotiation.errors import NegotiationError
 from negotiation.study import ResultsLayout, Study, load_study, load_token_prices, protocol_hash, study_guard_rules
 from negotiation.registry import Registry, effective_protocol, load_registry, run_audit
 from negotiation.tracking import MlflowTracker, experiment_name, git_commit
-from negotiation.pipeline._plan import gpu_profile_arms
 
 
 def _planned(study: str, arms: list[str] | None) -> Study:
     """The study with the arms these stages read: ``arms`` when given (``scoped``), else every arm
-    the DVC plan builds, i.e. all but the GPU profile's (``gpu_profile_arms``), whose tables come
+    the DVC plan builds, i.e. all but the GPU profile's (``Study.gpu_profile_arms``), whose tables come
     from ``scripts/gpu_profile.py`` and are analysed by its ``analyze`` with the arms it names.
     Without that rule a fresh ``dvc repro`` of the ``lm`` study stopped at validate, waiting for
     tables no stage of it writes."""
     loaded = load_study(study)
     if arms is None:
-        gpu_only = gpu_profile_arms(loaded)
+        gpu_only = loaded.gpu_profile_arms()
         arms = [name for name in loaded.arms if name not in gpu_only] if gpu_only else None
     return scoped(loaded, arms)
 

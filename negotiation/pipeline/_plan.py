@@ -80,19 +80,11 @@ def _source(study: Study, arm: Arm, layout: ResultsLayout) -> str:
     return plan_path(study.name, Path()).as_posix()  # a reference seller: its own entry (a params key) alone
 
 
-def gpu_profile_arms(study: Study) -> set[str]:
-    """Arms of sizes whose ``profile`` is ``gpu`` (the ``lm`` ladder's GPU profile): built on one GPU
-    by ``scripts/gpu_profile.py``, not by DVC, whose plan leaves them out; the DVC validate, analyze
-    and report stages leave them out too, and ``gpu_profile.py analyze`` reads their tables."""
-    sizes = {k for k, v in study.protocol.sizes.items() if getattr(v, "profile", None) == "gpu"}
-    return {name for name, arm in study.arms.items() if arm.size in sizes}
-
-
 def build_plan(study: str | Study, root: Path | None = None) -> dict[str, Any]:
     """The plan mapping for ``study`` (a name, or a loaded ``Study`` so nothing is read again;
-    see module docstring); GPU-profile arms are left out (``gpu_profile_arms``)."""
+    see module docstring); GPU-profile arms are left out (``Study.gpu_profile_arms``)."""
     study = study if isinstance(study, Study) else load_study(study, root)
-    gpu_only = gpu_profile_arms(study)
+    gpu_only = study.gpu_profile_arms()
     arms = {name: arm for name, arm in study.arms.items() if name not in gpu_only}
     branches = {run: b for run, b in study.branches().items() if run in {a.run for a in arms.values()}}
     layout = ResultsLayout(Path(study.out))

@@ -161,9 +161,27 @@ def check_contrasts(ctx: AuditContext) -> Iterator[Finding]:
                                                f"but {'is' if in_family else 'is not'} in the prespecified primary family"))
         elif not spec.primary and (result.mark == "*" or result.holm_p is not None):
             failures.append(_fail("contrasts", f"{shown}:contrasts.{i}.mark: exploratory {spec.name!r} carries a Holm result"))
+    elsewhere = _built_elsewhere(ctx, family - found)
     failures += [_fail("contrasts", f"{shown}:contrasts: primary contrast {arm} - {reference} is missing")
-                 for arm, reference in sorted(family - found)]
+                 for arm, reference in sorted(family - found - elsewhere)]
     yield from failures
+    if elsewhere:
+        named = ", ".join(f"{arm} - {reference}" for arm, reference in sorted(elsewhere))
+        yield Finding(check="contrasts", status="skipped",
+                      evidence=f"{named}: GPU-profile arms, not evaluated under {ctx.show(ctx.layout.dir)} "
+                               "(scripts/gpu_profile.py builds them on a GPU, in their own results folder)")
     if not failures:
         yield Finding(check="contrasts", status="pass",
-                      evidence=f"{len(results)} contrasts; the {len(family)} primary ones Holm-family, the rest exploratory")
+                      evidence=f"{len(results)} contrasts; the {len(family) - len(elsewhere)} primary ones "
+                               "Holm-family, the rest exploratory")
+
+
+def _built_elsewhere(ctx: AuditContext, missing: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Missing primaries between GPU-profile arms none of which was evaluated in this results folder.
+
+    The DVC pipeline leaves those arms out (``Study.gpu_profile_arms``); a folder that holds any
+    of a contrast's arms must carry that contrast like any other.
+    """
+    gpu = ctx.study.gpu_profile_arms() if ctx.study else set()
+    return {pair for pair in missing
+            if set(pair) <= gpu and not any(ctx.layout.evaluate(arm).exists() for arm in pair)}

@@ -164,6 +164,13 @@ class Study:
         """Combined step a trained arm is read at."""
         return resolve_read_step(self.protocol, self.arms[arm] if isinstance(arm, str) else arm)
 
+    def gpu_profile_arms(self) -> set[str]:
+        """Arms of sizes whose ``profile`` is ``gpu`` (the ``lm`` ladder's GPU profile): built on one
+        GPU by ``scripts/gpu_profile.py``, not by DVC, whose plan, validate, analyze and report stages
+        leave them out; the audit requires their contrasts only of a results folder that holds them."""
+        sizes = {k for k, v in self.protocol.sizes.items() if getattr(v, "profile", None) == "gpu"}
+        return {name for name, arm in self.arms.items() if arm.size in sizes}
+
 
 def _raise(shown: str, problems: list[tuple[str, str]]) -> None:
     if problems:

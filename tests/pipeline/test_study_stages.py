@@ -5,13 +5,13 @@ fresh ``dvc repro pipelines/lm/dvc.yaml`` does not stop at validate waiting for 
 from __future__ import annotations
 
 from negotiation.analysis import write_synthetic_results
-from negotiation.pipeline import build_plan, gpu_profile_arms, run_analyze, run_validate
+from negotiation.pipeline import build_plan, run_analyze, run_validate
 from negotiation.study import load_study
 
 
 def test_lm_stages_read_the_planned_arms_and_not_the_gpu_profile(tmp_path):
     study = load_study("lm")
-    gpu_only = gpu_profile_arms(study)
+    gpu_only = study.gpu_profile_arms()
     planned = list(build_plan(study)["plan"]["arms"])
     assert gpu_only and not gpu_only & set(planned)
     assert sorted(planned) == sorted(set(study.arms) - gpu_only)
@@ -26,7 +26,7 @@ def test_lm_stages_read_the_planned_arms_and_not_the_gpu_profile(tmp_path):
 
 def test_an_explicit_scope_still_names_gpu_arms(tmp_path):
     study = load_study("lm")
-    chosen = sorted(gpu_profile_arms(study) | {n for n, a in study.arms.items() if a.kind == "reference"})
+    chosen = sorted(study.gpu_profile_arms() | {n for n, a in study.arms.items() if a.kind == "reference"})
     results = write_synthetic_results(study.protocol, chosen, tmp_path / "results", seed=3).dir
     report = run_validate("lm", results, arms=chosen)
     assert report["success"], report["checks"]

@@ -304,3 +304,21 @@ def test_contrast_tables_mark_everything_outside_the_primary_family_exploratory(
     problems = failures(run_audit("demo", root=root), "contrasts")
     assert problems[0].startswith("outputs/demo/analyze/contrasts.json:contrasts.5.spec.name: Field required")
     assert problems[-1] == "outputs/demo/analyze/contrasts.json:contrasts.4.mark: exploratory 'gain_3x' carries a Holm result"
+
+
+def test_gpu_profile_primaries_are_required_only_where_their_arms_were_evaluated(root):
+    from negotiation.study import ContrastResult, ContrastSpec, Interval
+
+    layout = ResultsLayout(root / "outputs" / "lm")
+    interval = Interval(mean=0.01, ci=(0.001, 0.02), p=0.01, clusters=8, episodes=144, resamples=10000, level=0.95,
+                        mc_error=(0.001, 0.001), rerun=False)
+    xs = ContrastResult(spec=ContrastSpec(name="xs", weights={"lm_xs_shared": 1.0, "lm_xs_base": -1.0}, primary=True),
+                        interval=interval, holm_p=0.04, holm_rejected=True, mark="*").model_dump(mode="json")
+    layout.contrasts.parent.mkdir(parents=True)
+    layout.contrasts.write_text(json.dumps({"version": 1, "study": "lm", "contrasts": [xs]}))
+    findings = [f for f in run_audit("lm", root=root).findings if f.check == "contrasts"]
+    assert [f.status for f in findings] == ["skipped", "pass"]
+    assert findings[0].evidence.startswith("lm_l_shared - lm_l_base, lm_m_shared - lm_m_base: GPU-profile arms")
+    layout.evaluate("lm_m_shared").mkdir(parents=True)  # a folder holding a GPU arm must carry its primary
+    assert failures(run_audit("lm", root=root), "contrasts") == [
+        "outputs/lm/analyze/contrasts.json:contrasts: primary contrast lm_m_shared - lm_m_base is missing"]
