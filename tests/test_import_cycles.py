@@ -151,3 +151,28 @@ def test_the_analysis_does_not_import_the_registry():
     assert "negotiation.registry" not in _imported_packages("negotiation.analysis")
     # It sees imports inside functions: the hf: seller imports negotiation.lm only when it loads a model.
     assert "negotiation.lm" in _imported_packages("negotiation.agents")
+
+
+def private_imports_across_packages() -> list[str]:
+    """``module: imported`` for every import (module level, in functions, under TYPE_CHECKING) of
+    another package's private module (``negotiation.agents._llm`` from ``negotiation.evaluation``):
+    a package's ``__init__`` is its public API, and only its own modules see behind it."""
+    found = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                targets = [node.module]
+            else:
+                continue
+            for target in targets:
+                parts = target.split(".")
+                private = any(part.startswith("_") for part in parts[2:])
+                if parts[0] == ROOT and private and _package_of(target) != _package_of(name):
+                    found.append(f"{name}: {target}")
+    return sorted(found)
+
+
+def test_packages_import_each_other_through_their_public_api():
+    assert private_imports_across_packages() == []

@@ -3,6 +3,7 @@
 from typing import Any
 
 from negotiation._lazy import lazy_attribute
+from negotiation.agents._llm_secrets import redact, redact_obj, redact_obj_with, redactor
 from negotiation.agents._llm_ratelimit import (RateLimit, RateLimiter, configure_rate_limits, configured_rate_limits,
                                                install_limiters, provider_limiter,
                                                rate_limits_from_params)
@@ -18,13 +19,25 @@ __all__ = [
     "rate_limits_from_params",
     "make_scripted", "offer_at_target", "parse_spec", "register_kind", "render_accept",
     "render_counter", "term_phrase", "Policy", "PolicyAgent", "PolicyArch",
+    # secrets: every key a provider call reads is redacted from what the harness writes
+    "redact", "redact_obj", "redact_obj_with", "redactor",
+    # language-model sellers and their settings (lazy: litellm, torch, vLLM)
+    "Decoding", "SamplingRole", "ServeSettings", "default_sampling_role", "llm_settings", "make_hf_agent",
+    "make_litellm_agent", "make_vllm_agent", "turn_seed",
+    # the demo policy's tensors, which training optimises (lazy: torch)
+    "FeatureBatch", "concat_features", "feature_tensors", "token_logprobs_entropy", "token_mask",
 ]
 
 
 # The demo policy seller needs torch, the retry policy numpy and the transport: these names load
 # on first use, so importing the package (every command that names an agent) stays light.
 _LAZY = {"Policy": "_policy", "PolicyAgent": "_policy", "PolicyArch": "_policy_net",
-         "AgentCallError": "_llm_retry", "RetryPolicy": "_llm_retry"}
+         "AgentCallError": "_llm_retry", "RetryPolicy": "_llm_retry",
+         "Decoding": "_llm_sampling", "SamplingRole": "_llm_sampling", "ServeSettings": "_llm_vllm",
+         "default_sampling_role": "_llm_settings", "llm_settings": "_llm_settings", "turn_seed": "_llm_settings",
+         "make_hf_agent": "_llm_hf", "make_litellm_agent": "_llm", "make_vllm_agent": "_llm_vllm",
+         "FeatureBatch": "_policy_features", "concat_features": "_policy_features",
+         "feature_tensors": "_policy_net", "token_logprobs_entropy": "_policy_net", "token_mask": "_policy_net"}
 
 
 def __getattr__(name: str) -> Any:

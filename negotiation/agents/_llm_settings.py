@@ -16,8 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from negotiation.agents._llm_retry import RetryPolicy
 from negotiation.agents._llm_sampling import Decoding, SamplingRole
 from negotiation.agents._spec import AgentSpec
-from negotiation.env import PROMPT_TEMPLATES, Role
-from negotiation.env._prompts import PromptVariant
+from negotiation.env import PROMPT_TEMPLATES, PromptVariant, Role
 from negotiation.errors import ConfigError
 
 __all__ = ["HF_OPTIONS", "LLM_OPTIONS", "LLMSettings", "VLLM_OPTIONS", "default_sampling_role", "resolve_settings",

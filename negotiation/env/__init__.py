@@ -18,7 +18,7 @@ _EXPORTS = {
     "_engine": ("RECORD_VERSION", "EnvConfig", "Episode", "Negotiation", "TurnRecord", "aplay_turn",
                 "arun_episode", "run_episode"),
     "_parse": ("ParsedTurn", "parse_message"),
-    "_prompts": ("PROMPT_TEMPLATES", "PromptTemplate", "prompt_hash", "render_messages",
+    "_prompts": ("PROMPT_TEMPLATES", "PromptTemplate", "PromptVariant", "counterpart_of", "prompt_hash", "render_messages",
                  "seller_training_messages"),
     "_reward": ("eq1_reward", "episode_reward", "frontloaded_step_rewards"),
     "_scenario": ("PartyPrefs", "Scenario", "make_scenario"),

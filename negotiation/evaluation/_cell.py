@@ -24,7 +24,7 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from negotiation.agents._llm_retry import AgentCallError
+from negotiation.agents import AgentCallError
 from negotiation.env import (
     EnvConfig, Negotiation, aplay_turn, episode_row, error_row, load_domain, make_scenario, turn_rows,
 )

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from negotiation.agents._llm_secrets import redact
+from negotiation.agents import redact
 from negotiation.env import EnvConfig
 from negotiation.evaluation._cell import AgentFactory, AgentPool, CellSpec, run_cell
 from negotiation.evaluation._fingerprint import StoreFingerprint, adopt_fingerprint

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from negotiation.agents._llm_secrets import redact
+from negotiation.agents import redact
 from negotiation.protocol import SamplingSettings
 from negotiation.study import PilotCell, PilotRecord, SamplingRecord, SamplingUse, gate_passes
 

@@ -17,11 +17,7 @@ from typing import Any, Callable, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from negotiation.agents import parse_spec
-from negotiation.agents._llm_retry import RetryPolicy
-from negotiation.agents._llm_sampling import SamplingRole
-from negotiation.agents._llm_secrets import redact_obj
-from negotiation.agents._llm_vllm import ServeSettings
+from negotiation.agents import RetryPolicy, SamplingRole, ServeSettings, parse_spec, redact_obj
 from negotiation.evaluation._accounting import arm_accounting, write_accounting, write_json
 from negotiation.evaluation._backend import ExecutionBackend
 from negotiation.evaluation._cell import AgentFactory, AgentPool, CellProgress, CellSpec, prompt_hash_of, run_cell

@@ -10,13 +10,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from negotiation.agents import make_agent, parse_spec
-from negotiation.agents._llm import make_litellm_agent
-from negotiation.agents._llm_hf import make_hf_agent
-from negotiation.agents._llm_settings import default_sampling_role, llm_settings
-from negotiation.agents._llm_retry import RetryPolicy
-from negotiation.agents._llm_sampling import SamplingRole
-from negotiation.agents._llm_vllm import ServeSettings, make_vllm_agent
+from negotiation.agents import (RetryPolicy, SamplingRole, ServeSettings, default_sampling_role, llm_settings,
+                                make_agent, make_hf_agent, make_litellm_agent, make_vllm_agent, parse_spec)
 from negotiation.protocol import env_config  # re-exported: the harness's entry points use it
 from negotiation.env import EnvConfig
 from negotiation.errors import ConfigError

@@ -15,8 +15,8 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
-from negotiation.env import Domain, Message, PartyPrefs, View, load_domains
-from negotiation.env._prompts import PROMPT_TEMPLATES, PromptTemplate, counterpart_of
+from negotiation.env import (Domain, Message, PROMPT_TEMPLATES, PartyPrefs, PromptTemplate, View,
+                             counterpart_of, load_domains)
 
 _FIELD = re.compile(r"\{(\w+)\}")
 

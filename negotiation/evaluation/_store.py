@@ -30,7 +30,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from negotiation.agents._llm_secrets import redact_obj_with, redactor
+from negotiation.agents import redact_obj_with, redactor
 from negotiation.env import KEY
 from negotiation.errors import ConfigError, NegotiationError
 

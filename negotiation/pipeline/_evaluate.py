@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from negotiation.errors import ConfigError, NegotiationError
-from negotiation.evaluation import (AgentPool, CellProgress, ExecutionBackend, ResultsStore, RunOptions, agent_factory,
-                                    build_cell, cell_fingerprint, evaluate_cell, parse_backend, run_pilot)
-from negotiation.evaluation._records import pilot_record, write_redacted
-from negotiation.agents import configure_rate_limits, parse_spec, rate_limits_from_params
-from negotiation.agents._llm_vllm import ServeSettings
-from negotiation.evaluation._setup import arm_sampling_role, env_config
+from negotiation.evaluation import (AgentPool, CellProgress, ExecutionBackend, ResultsStore, RunOptions,
+                                    agent_factory, arm_sampling_role, build_cell, cell_fingerprint,
+                                    env_config, evaluate_cell, parse_backend, pilot_record, run_pilot,
+                                    write_redacted)
+from negotiation.agents import ServeSettings, configure_rate_limits, parse_spec, rate_limits_from_params
 from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._stage import PARAMS_FILE, runtime_knob
 from negotiation.study import PilotRecord, ResultsLayout, Study, load_study, protocol_hash

@@ -17,7 +17,7 @@ import yaml
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import StrictModel, display_path, load_yaml_model, parse_yaml
-from negotiation.protocol._files import yaml_reason
+from negotiation.protocol import yaml_reason
 from negotiation.study._layout import default_root, study_dir
 from negotiation.study._study import LOCK_FILE, Study, load_study
 

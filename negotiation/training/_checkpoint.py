@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from negotiation.agents._policy import Policy
+from negotiation.agents import Policy
 from negotiation.errors import ConfigError, format_validation_error
 
 TRAINING_INFO_FILE = "training_info.json"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from negotiation.agents._policy_net import PolicyArch
+from negotiation.agents import PolicyArch
 from negotiation.protocol import Recipe
 
 __all__ = ["ArmTraining", "BuyerShare", "RunArm", "TrainConfig", "TrainData", "recipe_problems"]

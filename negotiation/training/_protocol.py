@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from negotiation.agents._policy import Policy
-from negotiation.agents._policy_net import PolicyArch
+from negotiation.agents import Policy, PolicyArch
 from negotiation.env import EnvConfig
 from negotiation.errors import ConfigError
 from negotiation.training._checkpoint import checkpoint_steps

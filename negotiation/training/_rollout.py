@@ -13,8 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from negotiation.agents._policy import Policy
-from negotiation.agents._policy_features import FeatureBatch, concat_features
+from negotiation.agents import FeatureBatch, Policy, concat_features
 from negotiation.env import EnvConfig, Episode, Negotiation, Scenario, episode_reward
 
 

@@ -31,12 +31,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from negotiation.agents._policy import Policy
-from negotiation.agents._policy_net import (
-    feature_tensors,
-    token_logprobs_entropy,
-    token_mask,
-)
+from negotiation.agents import Policy, feature_tensors, token_logprobs_entropy, token_mask
 from negotiation.env import EnvConfig
 from negotiation.training._config import TrainConfig
 from negotiation.training._data import ScenarioMaker, TrainItem, training_items, validation_items

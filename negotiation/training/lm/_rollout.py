@@ -23,7 +23,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from negotiation.agents._llm_settings import turn_seed
+from negotiation.agents import turn_seed
 from negotiation.env import Episode, seller_training_messages
 from negotiation.training.nemo import EpisodeState, NegotiationStepLogic, NemoEnvSettings, build_datums, replay
 

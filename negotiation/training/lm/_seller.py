@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from negotiation.agents._llm_sampling import Decoding
+from negotiation.agents import Decoding
 from negotiation.errors import ConfigError
 from negotiation.training.lm._config import LmTrainConfig
 from negotiation.training.lm._rollout import Generate
