@@ -15,7 +15,7 @@ import sys
 from functools import lru_cache
 from typing import Any, Mapping
 
-from negotiation.env import Domain, Message, PartyPrefs, Role, Term
+from negotiation.env import Domain, Message, PartyPrefs, Role, Term, ledger_changes
 
 _FLOAT_MAX = sys.float_info.max
 
@@ -47,7 +47,6 @@ def _phi_of(lo: float, hi: float, prefers_high: bool, value: Any) -> float:
     return phi if prefers_high else -phi
 
 
-_MISSING = object()
 # Each episode's levels so far, by (its first message, role): a view's history is the last one's
 # plus the turns played since, so the scan resumes where it stopped instead of rereading every
 # ledger of the episode each turn (which made a T-round episode quadratic in T). The entry
@@ -85,10 +84,7 @@ def _scan_levels(history: tuple[Message, ...], role: Role, start: int, levels: d
     for msg in history[start:]:
         after = msg.ledger_after
         if msg.role != role:
-            get = before.get
-            for name, value in after.items():
-                if get(name, _MISSING) != value:  # absent before, or changed
-                    levels[name] = value
+            levels.update(ledger_changes(before, after))
         before = after
     return levels
 
@@ -150,4 +146,4 @@ def offer_at_target(domain: Domain, prefs: PartyPrefs, target: float,
 
 def changed_terms(offer: Mapping[str, Any], ledger: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """Terms of ``offer`` the ledger does not already hold with the same value."""
-    return [(k, v) for k, v in offer.items() if k not in ledger or ledger[k] != v]
+    return list(ledger_changes(ledger, offer).items())

@@ -41,6 +41,7 @@ from negotiation.env import (
     View,
     canonical_value,
     feature,
+    ledger_changes,
 )
 
 FEATURE_VERSION = 1
@@ -104,8 +105,7 @@ def _moved(history: Sequence[Message], speaker_is_me: bool, me: str) -> dict[str
         msg = history[k]
         if (msg.role == me) == speaker_is_me:
             before = history[k - 1].ledger_after if k > 0 else {}
-            return {n: v for n, v in msg.ledger_after.items()
-                    if n not in before or before[n] != v}
+            return ledger_changes(before, msg.ledger_after)
     return {}
 
 

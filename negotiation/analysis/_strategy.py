@@ -22,16 +22,12 @@ import numpy as np
 import pandas as pd
 
 from negotiation.analysis._descriptors import EPISODE_KEY, named_terms
+from negotiation.env import ledger_changes
 
-__all__ = ["STRATEGY_COLUMNS", "changed_terms", "names_concession", "strategy_summary"]
+__all__ = ["STRATEGY_COLUMNS", "names_concession", "strategy_summary"]
 
 STRATEGY_COLUMNS = ("open_offer_u", "deal_minus_open_u", "closers_naming_concession")
 """Per-arm columns ``strategy_summary`` returns."""
-
-
-def changed_terms(before: Mapping, after: Mapping) -> dict[str, object]:
-    """Terms whose value ``after`` sets differently from ``before`` (new terms included)."""
-    return {name: value for name, value in after.items() if name not in before or before[name] != value}
 
 
 def names_concession(prose: str, changed: Mapping[str, object]) -> bool:
@@ -62,7 +58,7 @@ def _concession_share(turns: pd.DataFrame, episodes: pd.DataFrame) -> pd.Series:
     if closing.empty:
         return pd.Series(dtype=float)
     before, offer = _previous_ledgers(turns, closing, 2), _previous_ledgers(turns, closing, 1)
-    named = [names_concession(prose, changed_terms(json.loads(b), json.loads(o)))
+    named = [names_concession(prose, ledger_changes(json.loads(b), json.loads(o)))
              for prose, b, o in zip(closing["prose"], before, offer)]
     return pd.Series(named, index=closing["arm"].to_numpy()).groupby(level=0).mean()
 

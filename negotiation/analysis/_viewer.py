@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from negotiation.analysis._metrics import require_columns
+from negotiation.env import ledger_changes
 from negotiation.analysis._viewer_page import render_page
 
 FLAGS = ("json_leak", "placeholder", "template_tag", "bad_parse", "off_schema")
@@ -63,7 +64,7 @@ def _turns_by_episode(turns: pd.DataFrame) -> dict[tuple, list[list[Any]]]:
         key = tuple(key_parts)
         before = ledgers.get(key, {})
         after = _loads(ledger_after, {})
-        changed = {k: v for k, v in after.items() if k not in before or before[k] != v}
+        changed = ledger_changes(before, after)
         ledgers[key] = after
         ok = bool(ok)
         by_episode.setdefault(key, []).append(

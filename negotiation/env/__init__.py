@@ -24,7 +24,7 @@ _EXPORTS = {
     "_scenario": ("PartyPrefs", "Scenario", "make_scenario"),
     "_tables": ("KEY", "episode_row", "episodes_to_frames", "error_row", "to_json", "turn_rows", "write_tables"),
     "_utility": ("INVALID", "Score", "canonical_value", "feature", "score_ledger", "score_prefs", "u_tilde"),
-    "_view": ("Agent", "Message", "Reply", "View", "arespond"),
+    "_view": ("Agent", "Message", "Reply", "View", "arespond", "ledger_changes"),
 }
 # REPO_ROOT and DOMAINS_DIR follow the working directory (negotiation._root): they are
 # resolved on each access (a module ``__getattr__`` in ``_domain``), never cached here.

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from negotiation.env._domain import Term
-from negotiation.env._view import View
+from negotiation.env._view import View, ledger_changes
 
 PromptVariant = Literal["evaluation", "training"]
 
@@ -230,10 +230,6 @@ def _render_system(view: View, template: PromptTemplate) -> str:
     return "\n".join(lines)
 
 
-def _changes(before: dict[str, Any], after: Any) -> dict[str, Any]:
-    return {k: v for k, v in after.items() if k not in before or before[k] != v}
-
-
 def _history_lines(view: View, t: PromptTemplate) -> list[str]:
     if not view.history:
         return [t.history_empty]
@@ -243,7 +239,7 @@ def _history_lines(view: View, t: PromptTemplate) -> list[str]:
     for msg in view.history:
         own = msg.role == view.role
         lines.append(t.history_line.format(turn=msg.turn, speaker=t.speaker_self if own else other, prose=msg.prose))
-        changed = _changes(before, msg.ledger_after)
+        changed = ledger_changes(before, msg.ledger_after)
         if changed:
             lines.append(t.history_changes.format(changes=value_json(changed)))
         if own and msg.ok is False:

@@ -10,6 +10,14 @@ from negotiation.env._record import frozen_record
 from negotiation.env._scenario import PartyPrefs
 
 
+def ledger_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """The terms ``after`` holds that ``before`` lacks or holds at another value, in ``after``'s
+    order: what one turn changed on the ledger (the prompt's "Table changes", a scripted
+    buyer's reading of the counterpart's wishes, the policy's features, the viewer's and the
+    strategy table's concessions all read this one rule)."""
+    return {name: value for name, value in after.items() if name not in before or before[name] != value}
+
+
 @frozen_record
 class Message:
     """One past turn as the viewing party knows it."""

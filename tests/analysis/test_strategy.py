@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from negotiation.analysis._strategy import changed_terms, names_concession, strategy_summary
+from negotiation.analysis._strategy import names_concession, strategy_summary
 from tests.analysis.frames import episode, frame, turn
 
 
@@ -20,7 +20,6 @@ def test_names_concession_by_term_name_or_new_level():
     assert names_concession("OK on the delivery day.", {"delivery_day": 3})
     assert not names_concession("Deal! Thank you.", {"service": "annual"})
     assert not names_concession("Agreed on serviceable terms.", {"service": 2})
-    assert changed_terms({"price": 40}, {"price": 40, "service": "annual"}) == {"service": "annual"}
 
 
 def test_strategy_summary_reads_the_opening_ledger_and_the_closing_turn():
