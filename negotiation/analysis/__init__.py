@@ -2,7 +2,8 @@
 
 Stages (each a function over a results directory, and a ``nego`` command):
 ``validate_results`` (great-expectations) → ``analyze_results`` (metrics, contrasts with
-Holm, exact Pareto/Nash columns, guards) → ``report_results`` (HTML + Markdown + PNG);
+Holm, exact Pareto/Nash columns, guards) → ``report_results`` (HTML + Markdown + PNG and the
+transcript viewer they link, composed once by ``write_report``);
 ``viewer_results`` and ``packet_results`` for reading transcripts. What the registry holds
 (sign-offs, deviations' served values, the deviation log and compliance tables) comes in as a
 ``RegistryInputs`` argument: this package does not import ``negotiation.registry``. See
@@ -74,6 +75,7 @@ from negotiation.analysis._results import (
     scoped,
     validate_results,
     viewer_results,
+    write_report,
 )
 from negotiation.analysis._tables import RegistryInputs, Table
 from negotiation.analysis._synthetic import synthetic_tables, write_synthetic_results
@@ -102,5 +104,5 @@ __all__ = [
     "bootstrap_settings", "scoped", "signed_distance", "solve_scenario", "solve_scenarios",
     "style_dagger", "style_summary", "synthetic_tables", "validate_episodes", "write_synthetic_results",
     "validate_results", "validation_settings", "viewer_html", "viewer_results", "walk_aways", "with_derived_columns",
-    "write_analysis", "write_viewer",
+    "write_analysis", "write_report", "write_viewer",
 ]

@@ -104,19 +104,33 @@ def analyze_results(study: Study, results_dir: Path, registry: RegistryInputs, *
     return result
 
 
+def write_report(result: AnalysisResult, study: Study, results_dir: Path, out_dir: Path, validation: Any,
+                 registry: RegistryInputs, *, seed: int, viewer_episodes: int = 2000) -> dict[str, Path]:
+    """``report.html``, ``report.md``, ``figures/*.png`` and the transcript viewer the report's arm
+    names link to (``transcripts.html``: ``viewer_results`` over the study's arms, a sample seeded
+    by ``seed`` above ``viewer_episodes``) under ``out_dir``: the one composition that ``nego
+    report`` and the DVC report stage share."""
+    from negotiation.analysis._report import build_report  # matplotlib: only the report draws
+
+    out = Path(out_dir)
+    paths = build_report(result, study, out, validation, registry)
+    paths["transcripts.html"] = viewer_results(study, Path(results_dir), out / "transcripts.html",
+                                               max_episodes=viewer_episodes, seed=seed)
+    return paths
+
+
 def report_results(study: Study, results_dir: Path, out_dir: Path, registry: RegistryInputs, *, seed: int,
-                   resamples: int | None = None) -> dict[str, Path]:
-    """Validation gate, analysis (rewriting ``analyze/``) and the report under ``out_dir``
+                   resamples: int | None = None, viewer_episodes: int = 2000) -> dict[str, Path]:
+    """Validation gate, analysis (rewriting ``analyze/``) and ``write_report`` under ``out_dir``
     (``registry``: what it reads from the registry, ``negotiation.pipeline.registry_inputs``).
 
     The analysis is deterministic in ``seed``, so re-running it here reproduces the
     analyze stage's numbers exactly while keeping everything the report draws in memory.
     """
-    from negotiation.analysis._report import build_report
-
     validation = require_validated(study, results_dir)
     result = analyze_results(study, results_dir, registry, seed=seed, resamples=resamples)
-    return build_report(result, study, out_dir, validation, registry)
+    return write_report(result, study, results_dir, out_dir, validation, registry, seed=seed,
+                        viewer_episodes=viewer_episodes)
 
 
 def viewer_results(study: Study, results_dir: Path, out_path: Path, *, arms=None, max_episodes: int,

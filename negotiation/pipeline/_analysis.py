@@ -15,7 +15,7 @@ from typing import Any
 
 from negotiation.analysis import (
     RegistryInputs, Table, bootstrap_settings, load_tables, require_validated, run_analysis, scoped, validate_results,
-    viewer_results, write_analysis,
+    write_analysis, write_report,
 )
 from negotiation.errors import NegotiationError
 from negotiation.study import ResultsLayout, Study, load_study, load_token_prices, protocol_hash, study_guard_rules
@@ -108,13 +108,10 @@ def run_analyze(study: str, results_dir: Path, out_dir: Path, *, seed: int, resa
 def run_report(study: str, results_dir: Path, out_dir: Path, *, seed: int, resamples: int | None = None,
                viewer_episodes: int = 2000, track: bool = True, arms: list[str] | None = None) -> dict[str, str]:
     """The report (HTML, Markdown, figures) and the transcript viewer under ``out_dir``."""
-    from negotiation.analysis._report import build_report  # matplotlib: only the report draws
-
     context, validation, result = _analysis(study, results_dir, seed, resamples, arms)
     out = Path(out_dir)
-    paths = build_report(result, context, out, validation, registry_inputs(context, Path(results_dir)))
-    paths["transcripts.html"] = viewer_results(context, Path(results_dir), out / "transcripts.html",
-                                               max_episodes=viewer_episodes, seed=seed)
+    paths = write_report(result, context, Path(results_dir), out, validation, registry_inputs(context, Path(results_dir)),
+                         seed=seed, viewer_episodes=viewer_episodes)
     if track:
         _log_analysis_run(study, Path(results_dir), out)
     return {name: str(path) for name, path in paths.items()}
