@@ -119,6 +119,11 @@ def test_report_links_lead_to_the_transcripts_behind_a_row(browser, built):
     link = page.locator("#table1_arms tbody tr").first.locator("a").first
     href = link.get_attribute("href")
     assert href.startswith("transcripts.html?a=") and "&b=" in href and "sort=dS_asc" in href
+    # nego report writes the viewer its links name (it used to be written by the DVC stage only)
+    assert paths["transcripts.html"] == paths["report.html"].parent / href.split("?")[0]
+    link.click()
+    page.wait_for_selector("details.episode")
+    assert page.locator("details.episode").count() > 0
     page.close()
 
 
