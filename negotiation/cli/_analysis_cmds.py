@@ -180,7 +180,7 @@ def report_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
 ) -> None:
-    """Validated tables → analysis → report.html, report.md and figures/*.png."""
+    """Validated tables → analysis → report.html, report.md, figures/*.png and transcripts.html."""
     from negotiation.analysis import report_results
     from negotiation.pipeline import registry_inputs
     from negotiation.study import load_study

@@ -33,7 +33,7 @@ _COMMANDS = {  # name: (module:attribute, the one-line help `nego --help` shows 
     "analyze": ("negotiation.cli._analysis_cmds:analyze_command",
                 "Metrics, contrasts (Holm on the primary family), frontier columns and guards → analyze/."),
     "report": ("negotiation.cli._analysis_cmds:report_command",
-               "Validated tables → analysis → report.html, report.md and figures/*.png."),
+               "Validated tables → analysis → report.html, report.md, figures/*.png and transcripts.html."),
     "viewer": ("negotiation.cli._analysis_cmds:viewer_command",
                "Static transcript viewer over the episode and turn tables."),
     "packet": ("negotiation.cli._analysis_cmds:packet_command",
