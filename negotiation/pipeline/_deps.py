@@ -18,7 +18,8 @@ not rerun them); this derives them statically with ``ast`` over the repository's
 - ``if TYPE_CHECKING:`` blocks never run and are skipped.
 
 Anything it cannot resolve is over-approximated (a whole package), never dropped: a dep list
-that is too long costs a rerun, one too short leaves stale results.
+that is too long costs a rerun, one too short leaves stale results. ``compress`` lists a
+subpackage whole once a stage runs ``FOLDER_SHARE`` of its files (fewer ``dvc.lock`` entries).
 """
 
 from __future__ import annotations
@@ -249,9 +250,20 @@ class ImportClosure:
         return {entry} | {m.path for m in map(self._get, ran) if m is not None}
 
 
-def compress(files: set[Path], root: Path) -> list[str]:
-    """``files`` as repository-relative DVC deps: a package folder whose every ``.py`` file is
-    listed becomes the folder (the highest such), the rest stay files."""
+FOLDER_SHARE = 0.8
+"""A subpackage folder is listed whole once a stage runs this share of its ``.py`` files.
+
+Every listed dep costs DVC work on every ``dvc repro``: it is hashed for each stage's status, and
+``dvc.lock`` (four lines a dep, parsed and rewritten whole after every stage) grows with it, so a
+clean run's lock rewrites grow quadratically with the entries. Listing the folder instead of
+nearly all its files is a safe over-approximation: editing one of the few files the stage does not
+run reruns it anyway. The top package is never listed whole (an edit anywhere would rerun every
+stage)."""
+
+
+def compress(files: set[Path], root: Path, *, share: float = FOLDER_SHARE) -> list[str]:
+    """``files`` as repository-relative DVC deps: a subpackage folder of which at least ``share``
+    of the ``.py`` files are listed becomes the folder (the highest such), the rest stay files."""
     root = Path(root).resolve()
     files = {Path(f).resolve() for f in files}
     sources: dict[Path, set[Path]] = {}
@@ -259,11 +271,11 @@ def compress(files: set[Path], root: Path) -> list[str]:
     for path in sorted(files):
         keep = path
         for folder in path.parents:
-            if folder == root or root not in folder.parents:
+            if folder in (root, root / PACKAGE) or root not in folder.parents:
                 break
             if folder not in sources:
                 sources[folder] = {p for p in folder.rglob("*.py") if "__pycache__" not in p.parts}
-            if not (folder / "__init__.py").is_file() or not sources[folder] <= files:
+            if not (folder / "__init__.py").is_file() or len(sources[folder] & files) < share * len(sources[folder]):
                 break
             keep = folder
         chosen.add(keep)

@@ -71,16 +71,31 @@ def test_closure_follows_lazy_exports_used_functions_and_module_strings(tmp_path
     assert "negotiation/pkg" in compress(ImportClosure(tmp_path).files(tmp_path / "pipelines/both.py"), tmp_path)
 
 
+def test_a_subpackage_is_listed_whole_from_its_share_of_run_files_and_the_top_package_never(tmp_path):
+    """Four of five files run: the folder (fewer dvc.lock entries); three of five: the files."""
+    names = ["negotiation/__init__.py", "negotiation/top.py"] + [
+        f"negotiation/pkg/{name}.py" for name in ("__init__", "_a", "_b", "_c", "_d")]
+    for name in names:
+        _write(tmp_path, name, "")
+    files = {tmp_path / name for name in names}
+    assert compress(files - {tmp_path / "negotiation/pkg/_d.py"}, tmp_path) == [
+        "negotiation/__init__.py", "negotiation/pkg", "negotiation/top.py"]
+    fewer = files - {tmp_path / "negotiation/pkg/_c.py", tmp_path / "negotiation/pkg/_d.py"}
+    assert "negotiation/pkg/_a.py" in compress(fewer, tmp_path)
+    assert compress(files, tmp_path) == ["negotiation/__init__.py", "negotiation/pkg", "negotiation/top.py"]
+    assert compress(fewer, tmp_path, share=0.6) == ["negotiation/__init__.py", "negotiation/pkg", "negotiation/top.py"]
+
+
 def test_check_names_the_stage_and_the_missing_and_extra_dep(repo):
     top = repo / "dvc.yaml"
     graph = yaml.safe_load(top.read_text())
     deps = graph["stages"]["analyze"]["deps"]
-    assert "negotiation/env/_utility.py" in deps  # the utility function, which the hand-written list once lacked
+    assert "negotiation/env" in deps  # the utility function's package, which the hand-written list once lacked
     text = top.read_text()
     analyze = text.index("\n  analyze:")
-    top.write_text(text[:analyze] + text[analyze:].replace("      - negotiation/env/_utility.py\n",
+    top.write_text(text[:analyze] + text[analyze:].replace("      - negotiation/env\n",
                                                            "      - negotiation/training\n", 1))
-    assert stale_code_deps("demo", repo) == ["dvc.yaml: stage analyze: missing dep negotiation/env/_utility.py",
+    assert stale_code_deps("demo", repo) == ["dvc.yaml: stage analyze: missing dep negotiation/env",
                                              "dvc.yaml: stage analyze: extra dep negotiation/training"]
     result = CliRunner().invoke(app, ["pipeline", "plan", "demo", "--check", "--root", str(repo)])
     assert result.exit_code == 1
