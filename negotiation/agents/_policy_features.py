@@ -28,7 +28,7 @@ counts 0, exactly as the scorer counts it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from negotiation.agents._policy_layout import (
     FeatureError,
     check_domain,
 )
-from negotiation.agents._policy_plan import FeaturePlan, plan_of
+from negotiation.agents._policy_plan import FeaturePlan, Scored, plan_of
 from negotiation.env import Message, View, ledger_changes
 
 __all__ = ["FEATURE_VERSION", "GLOBAL_FEATURES", "LEVEL_FEATURES", "MAX_LEVELS", "MAX_SLOTS", "SLOT_FEATURES",
@@ -69,18 +69,14 @@ class FeatureBatch:
     """``(n,)`` bool: ACCEPT is a valid move (the ledger is not empty)."""
 
 
-def _moved(history: Sequence[Message], speaker_is_me: bool, me: str) -> dict[str, Any]:
-    """Terms the last turn of one speaker changed on the ledger, with their values."""
+def _last_move(history: Sequence[Message], speaker_is_me: bool, me: str
+               ) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+    """The ledgers before and after the last turn of one speaker (``None``: it has not spoken)."""
     for k in range(len(history) - 1, -1, -1):
         msg = history[k]
         if (msg.role == me) == speaker_is_me:
-            before = history[k - 1].ledger_after if k > 0 else {}
-            return ledger_changes(before, msg.ledger_after)
-    return {}
-
-
-def _u_tilde(weights: np.ndarray, phis: np.ndarray) -> float:
-    return float(np.dot(weights, phis) + 1.0) / 2.0
+            return (history[k - 1].ledger_after if k > 0 else {}), msg.ledger_after
+    return None
 
 
 def _history_utilities(view: View, plan: FeaturePlan) -> tuple[float, float, float, float]:
@@ -93,62 +89,91 @@ def _history_utilities(view: View, plan: FeaturePlan) -> tuple[float, float, flo
         needed = k + 1 if k >= 0 else -k
         if len(msgs) < needed:
             return 0.0
-        return _u_tilde(plan.weights, plan.phis(msgs[k].ledger_after))
+        return plan.scored(msgs[k].ledger_after).u_tilde
 
     return float(bool(theirs)), u(theirs, 0), u(theirs, -2), u(mine, -1)
 
 
-def _moved_columns(plan: FeaturePlan, moved: Mapping[str, Any], out_slot: np.ndarray, flag: int) -> None:
-    """Columns ``flag`` (the term moved) and ``flag + 1`` (own φ of its new value)."""
-    for i, name in enumerate(plan.names):
-        if name in moved:
-            out_slot[i, flag], out_slot[i, flag + 1] = 1.0, plan.lookup(i, moved[name])[0]
+_NOT_MOVED = np.zeros(MAX_SLOTS)
+_NO_HITS = np.zeros((MAX_SLOTS, MAX_LEVELS), dtype=np.float32)
 
 
-def _view_features(view: View, out_slot: np.ndarray, out_glob: np.ndarray,
-                   out_level: np.ndarray, out_level_mask: np.ndarray) -> None:
-    plan, ledger = plan_of(view.domain, view.prefs), view.ledger
-    n = len(plan.names)
-    out_slot[:] = plan.slots
-    out_level[:] = plan.levels
-    out_level_mask[:] = plan.level_mask
-    phi_ledger = np.zeros(MAX_SLOTS)
-    named, n_named = [0.0] * n, 0
-    for i, name in enumerate(plan.names):
-        if name in ledger:
-            n_named += 1
-            phi, valid, matches = plan.lookup(i, ledger[name])
-            phi_ledger[i], named[i] = phi, float(valid)
-            for j in matches:
-                out_level[i, j, 1] = 1.0
-    out_slot[:n, 5], out_slot[:n, 6] = named, phi_ledger[:n]
-    theirs, mine = _moved(view.history, False, view.role), _moved(view.history, True, view.role)
-    _moved_columns(plan, theirs, out_slot, 7)
-    _moved_columns(plan, mine, out_slot, 9)
-    for i, name in enumerate(plan.names):
-        if name in theirs:
-            for j in plan.lookup(i, theirs[name])[2]:
-                out_level[i, j, 2] = 1.0
-    out_slot[:n, 11] = plan.weights[:n] * (1.0 - phi_ledger[:n]) / 2.0
+def _moved_terms(plan: FeaturePlan, move: tuple[Mapping[str, Any], Mapping[str, Any]] | None
+                 ) -> tuple[list[float], Scored | None]:
+    """Which slots a move changed on the ledger (``ledger_changes``) and the ledger after it:
+    a changed term's value is the after-ledger's, so its φ and levels are that ledger's."""
+    if move is None:
+        return [0.0] * MAX_SLOTS, None
+    changes = ledger_changes(*move)
+    flags = [1.0 if name in changes else 0.0 for name in plan.names]
+    return flags + [0.0] * (MAX_SLOTS - plan.n), plan.scored(move[1])
+
+
+class _ViewRead(NamedTuple):
+    """What one view adds to its plan's static rows."""
+
+    now: Scored
+    """The current ledger."""
+    globals: tuple[float, ...]
+    theirs: tuple[list[float], Scored | None]
+    """The counterpart's last move (``_moved_terms``)."""
+    mine: tuple[list[float], Scored | None]
+    """My last move."""
+
+
+def _view_read(view: View, plan: FeaturePlan) -> _ViewRead:
+    ledger, n = view.ledger, plan.n
+    now = plan.scored(ledger)
+    theirs = _moved_terms(plan, _last_move(view.history, False, view.role))
+    mine = _moved_terms(plan, _last_move(view.history, True, view.role))
     spoke, their_first, their_prev, my_last = _history_utilities(view, plan)
-    out_glob[:] = ((view.turn - 1) / max(1, view.max_turns - 1), _u_tilde(plan.weights, phi_ledger),
-                   float(not ledger), spoke, their_first, their_prev, my_last, n_named / n,
-                   n / MAX_SLOTS, float(view.turn <= 2))
+    glob = ((view.turn - 1) / max(1, view.max_turns - 1), now.u_tilde, float(not ledger), spoke,
+            their_first, their_prev, my_last, now.n_named / n, n / MAX_SLOTS, float(view.turn <= 2))
+    return _ViewRead(now, glob, theirs, mine)
+
+
+def _move_columns(moves: list[tuple[list[float], Scored | None]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(n, MAX_SLOTS)`` moved flags and own φ of the moved values (0 elsewhere: ``where``,
+    never ``flag * φ``, which would write -0.0), and the moved levels ``(n, MAX_SLOTS, MAX_LEVELS)``."""
+    flags = np.array([f for f, _ in moves]) > 0.5
+    phis = np.where(flags, np.stack([_NOT_MOVED if s is None else s.phis for _, s in moves]), 0.0)
+    hits = np.stack([_NO_HITS if s is None else s.level_hits for _, s in moves])
+    return flags, phis, np.where(flags[:, :, None], hits, np.float32(0.0))
 
 
 def view_features(views: Sequence[View]) -> FeatureBatch:
-    """Features of a batch of views (one row per view)."""
-    n = len(views)
-    slots = np.zeros((n, MAX_SLOTS, SLOT_FEATURES), dtype=np.float32)
-    glob = np.zeros((n, GLOBAL_FEATURES), dtype=np.float32)
-    levels = np.zeros((n, MAX_SLOTS, MAX_LEVELS, LEVEL_FEATURES), dtype=np.float32)
-    level_mask = np.zeros((n, MAX_SLOTS, MAX_LEVELS), dtype=bool)
-    for k, view in enumerate(views):
-        _view_features(view, slots[k], glob[k], levels[k], level_mask[k])
+    """Features of a batch of views (one row per view): the plans' static rows stacked, then
+    each view's ledger, moved terms and global features in one write per column."""
+    if not views:
+        return _empty_batch()
+    plans = [plan_of(v.domain, v.prefs) for v in views]
+    reads = [_view_read(v, p) for v, p in zip(views, plans)]
+    slots = np.stack([p.slots for p in plans])
+    phis = np.stack([r.now.phis for r in reads])
+    slots[:, :, 5], slots[:, :, 6] = [r.now.named for r in reads], phis
+    # Own utility still open, w (1 - φ) / 2: elementwise float64, as the scalar formula rounds
+    # (empty slots have w = 0 and φ = 0, so they stay 0).
+    slots[:, :, 11] = np.stack([p.weights for p in plans]) * (1.0 - phis) / 2.0
+    levels = np.stack([p.levels for p in plans])
+    levels[:, :, :, 1] = np.stack([r.now.level_hits for r in reads])
+    their_flags, their_phis, their_levels = _move_columns([r.theirs for r in reads])
+    my_flags, my_phis, _ = _move_columns([r.mine for r in reads])
+    slots[:, :, 7], slots[:, :, 8], levels[:, :, :, 2] = their_flags, their_phis, their_levels
+    slots[:, :, 9], slots[:, :, 10] = my_flags, my_phis
+    level_mask = np.stack([p.level_mask for p in plans])
+    glob = np.array([r.globals for r in reads], dtype=np.float32)
     slot_mask = slots[:, :, 0] > 0.5
     continuous = slots[:, :, 2] > 0.5
     accept_ok = glob[:, 2] < 0.5
     return FeatureBatch(slots, glob, levels, slot_mask, continuous, level_mask, accept_ok)
+
+
+def _empty_batch() -> FeatureBatch:
+    slots = np.zeros((0, MAX_SLOTS, SLOT_FEATURES), dtype=np.float32)
+    glob = np.zeros((0, GLOBAL_FEATURES), dtype=np.float32)
+    return FeatureBatch(slots, glob, np.zeros((0, MAX_SLOTS, MAX_LEVELS, LEVEL_FEATURES), dtype=np.float32),
+                        np.zeros((0, MAX_SLOTS), dtype=bool), np.zeros((0, MAX_SLOTS), dtype=bool),
+                        np.zeros((0, MAX_SLOTS, MAX_LEVELS), dtype=bool), np.zeros(0, dtype=bool))
 
 
 def concat_features(batches: Sequence[FeatureBatch]) -> FeatureBatch:

@@ -19,7 +19,8 @@ one-call-per-use reference.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from negotiation.env import INVALID, Domain, PartyPrefs, Role, Term, canonical_v
 _KINDS = ("continuous", "categorical", "binary")
 _MAX_PLANS = 4096  # bounded caches: entries hold their keys' objects, so an id is never reused
 _MAX_MEMO = 4096
+_MAX_LEDGERS = 256  # per plan: an episode has at most max_turns ledgers
 
 Lookup = tuple[float, bool, tuple[int, ...]]
 """Own φ of a value, whether it is a valid value of the term, the level indexes it is."""
@@ -81,47 +83,108 @@ def _memo_of(term: Term, role: Role, preferred: Any) -> _TermMemo:
     return memo
 
 
+class _DomainLayout:
+    """What the static features take from the domain alone: kinds, level counts, level masks."""
+
+    def __init__(self, domain: Domain):
+        check_domain(domain)
+        self.domain = domain
+        self.slots = np.zeros((MAX_SLOTS, SLOT_FEATURES), dtype=np.float32)
+        self.levels = np.zeros((MAX_SLOTS, MAX_LEVELS, LEVEL_FEATURES), dtype=np.float32)
+        self.level_mask = np.zeros((MAX_SLOTS, MAX_LEVELS), dtype=bool)
+        for i, term in enumerate(domain.terms):
+            row = self.slots[i]
+            row[0] = 1.0
+            row[2 + _KINDS.index(term.kind)] = 1.0
+            row[12] = 0.0 if term.is_continuous else 1.0 / len(term.levels or (1,))
+            if not term.is_continuous:
+                k = len(term.levels or ())
+                self.levels[i, :k, 3] = 1.0
+                self.level_mask[i, :k] = True
+
+
+_LAYOUTS: dict[int, _DomainLayout] = {}
+
+
+def _layout_of(domain: Domain) -> _DomainLayout:
+    layout = _LAYOUTS.get(id(domain))
+    if layout is None or layout.domain is not domain:
+        if len(_LAYOUTS) >= _MAX_PLANS:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[id(domain)] = _DomainLayout(domain)
+    return layout
+
+
+class Scored(NamedTuple):
+    """One ledger read through the plan: what the features take from it."""
+
+    phis: np.ndarray
+    """``(MAX_SLOTS,)`` own φ per slot (unnamed, invalid and off-schema terms count 0)."""
+    u_tilde: float
+    """Own Ũ of the ledger: ``(w . φ + 1) / 2``."""
+    named: list[float]
+    """``MAX_SLOTS`` flags: the term is on the ledger with a valid value."""
+    n_named: int
+    """Schema terms on the ledger, valid or not."""
+    level_hits: np.ndarray
+    """``(MAX_SLOTS, MAX_LEVELS)`` float32: 1 at each level the ledger holds."""
+
+
 class FeaturePlan:
     """The static features of one party's view of a domain, and memoized value lookups."""
 
     def __init__(self, domain: Domain, prefs: PartyPrefs):
-        check_domain(domain)
+        layout = _layout_of(domain)
         terms, n = domain.terms, len(domain.terms)
-        self.domain, self.prefs = domain, prefs
+        self.domain, self.prefs, self.n = domain, prefs, n
         self.names: tuple[str, ...] = tuple(t.name for t in terms)
         self.weights = np.zeros(MAX_SLOTS)
         self.weights[:n] = [prefs.weights[t.name] for t in terms]
-        self.slots = np.zeros((MAX_SLOTS, SLOT_FEATURES), dtype=np.float32)
-        self.levels = np.zeros((MAX_SLOTS, MAX_LEVELS, LEVEL_FEATURES), dtype=np.float32)
-        self.level_mask = np.zeros((MAX_SLOTS, MAX_LEVELS), dtype=bool)
+        self.slots = layout.slots.copy()
+        self.slots[:n, 1] = self.weights[:n]
         order = np.argsort(-self.weights[:n], kind="stable")
         self.slots[:n, 13] = np.argsort(order, kind="stable") / max(1, n - 1)
+        self.levels, self.level_mask = layout.levels.copy(), layout.level_mask
         for i, term in enumerate(terms):
-            self._static_row(i, term)
+            preferred = prefs.preferred.get(term.name)
+            for j, level in enumerate(() if term.is_continuous else term.levels or ()):
+                if level == preferred:
+                    self.levels[i, j, 0] = 1.0
         self._memos: Sequence[_TermMemo] = [_memo_of(t, prefs.role, prefs.preferred.get(t.name)) for t in terms]
-
-    def _static_row(self, i: int, term: Term) -> None:
-        row = self.slots[i]
-        row[0], row[1] = 1.0, self.weights[i]
-        row[2 + _KINDS.index(term.kind)] = 1.0
-        row[12] = 0.0 if term.is_continuous else 1.0 / len(term.levels or (1,))
-        if not term.is_continuous:
-            preferred = self.prefs.preferred.get(term.name)
-            for j, level in enumerate(term.levels or ()):
-                self.levels[i, j] = (float(level == preferred), 0.0, 0.0, 1.0)
-                self.level_mask[i, j] = True
+        self._scored: dict[int, tuple[Mapping[str, Any], Scored]] = {}
 
     def lookup(self, slot: int, value: Any) -> Lookup:
         """Own φ, validity and matching levels of ``value`` for the term in ``slot``."""
         return self._memos[slot](value)
 
-    def phis(self, ledger: Mapping[str, Any]) -> np.ndarray:
-        """Own φ per slot of a ledger (unnamed, invalid and off-schema terms count 0)."""
-        out = np.zeros(MAX_SLOTS)
+    def scored(self, ledger: Mapping[str, Any]) -> Scored:
+        """``ledger`` read through the plan. A read-only ledger (``MappingProxyType``: the
+        engine's snapshot of a turn, which later views see again in their history) is read once
+        per plan and remembered by identity, holding it so its id is never reused."""
+        if type(ledger) is not MappingProxyType:
+            return self._score(ledger)
+        hit = self._scored.get(id(ledger))
+        if hit is not None and hit[0] is ledger:
+            return hit[1]
+        if len(self._scored) >= _MAX_LEDGERS:
+            self._scored.clear()
+        scored = self._score(ledger)
+        self._scored[id(ledger)] = (ledger, scored)
+        return scored
+
+    def _score(self, ledger: Mapping[str, Any]) -> Scored:
+        phis, named = [0.0] * MAX_SLOTS, [0.0] * MAX_SLOTS
+        n_named, level_hits = 0, np.zeros((MAX_SLOTS, MAX_LEVELS), dtype=np.float32)
         for i, name in enumerate(self.names):
             if name in ledger:
-                out[i] = self._memos[i](ledger[name])[0]
-        return out
+                n_named += 1
+                phi, valid, matches = self._memos[i](ledger[name])
+                phis[i], named[i] = phi, float(valid)
+                for j in matches:
+                    level_hits[i, j] = 1.0
+        phi_array = np.array(phis)
+        u = float(np.dot(self.weights, phi_array) + 1.0) / 2.0
+        return Scored(phi_array, u, named, n_named, level_hits)
 
 
 _PLANS: dict[tuple[int, int], FeaturePlan] = {}

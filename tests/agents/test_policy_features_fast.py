@@ -82,3 +82,7 @@ def test_negative_zero_and_zero_share_a_memo_entry_safely():
                      "training", 0)
             _assert_same(view_features([v]), plain_view_features([v]))
     assert np.isfinite(view_features([v]).slots).all()
+
+
+def test_an_empty_batch_has_the_reference_shapes():
+    _assert_same(view_features([]), plain_view_features([]))
