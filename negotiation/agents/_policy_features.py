@@ -95,7 +95,6 @@ def _history_utilities(view: View, plan: FeaturePlan) -> tuple[float, float, flo
 
 
 _NOT_MOVED = np.zeros(MAX_SLOTS)
-_NO_HITS = np.zeros((MAX_SLOTS, MAX_LEVELS), dtype=np.float32)
 
 
 def _moved_terms(plan: FeaturePlan, move: tuple[Mapping[str, Any], Mapping[str, Any]] | None
@@ -132,13 +131,21 @@ def _view_read(view: View, plan: FeaturePlan) -> _ViewRead:
     return _ViewRead(now, glob, theirs, mine)
 
 
-def _move_columns(moves: list[tuple[list[float], Scored | None]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _move_columns(moves: list[tuple[list[float], Scored | None]]) -> tuple[np.ndarray, np.ndarray, list[list[int]]]:
     """``(n, MAX_SLOTS)`` moved flags and own φ of the moved values (0 elsewhere: ``where``,
-    never ``flag * φ``, which would write -0.0), and the moved levels ``(n, MAX_SLOTS, MAX_LEVELS)``."""
+    never ``flag * φ``, which would write -0.0), and per row the moved terms' levels."""
     flags = np.array([f for f, _ in moves]) > 0.5
     phis = np.where(flags, np.stack([_NOT_MOVED if s is None else s.phis for _, s in moves]), 0.0)
-    hits = np.stack([_NO_HITS if s is None else s.level_hits for _, s in moves])
-    return flags, phis, np.where(flags[:, :, None], hits, np.float32(0.0))
+    hits = [[] if s is None else [h for h in s.level_hits if f[h // MAX_LEVELS]] for f, s in moves]
+    return flags, phis, hits
+
+
+def _set_levels(levels: np.ndarray, hits: list[list[int]], column: int) -> None:
+    """``levels[k, slot, level, column] = 1`` at row ``k``'s flat level indexes."""
+    flat = levels.reshape(len(levels), MAX_SLOTS * MAX_LEVELS, LEVEL_FEATURES)  # a view: contiguous
+    rows = [k for k, row in enumerate(hits) for _ in row]
+    if rows:
+        flat[rows, [h for row in hits for h in row], column] = 1.0
 
 
 def view_features(views: Sequence[View]) -> FeatureBatch:
@@ -155,10 +162,11 @@ def view_features(views: Sequence[View]) -> FeatureBatch:
     # (empty slots have w = 0 and φ = 0, so they stay 0).
     slots[:, :, 11] = np.stack([p.weights for p in plans]) * (1.0 - phis) / 2.0
     levels = np.stack([p.levels for p in plans])
-    levels[:, :, :, 1] = np.stack([r.now.level_hits for r in reads])
+    _set_levels(levels, [r.now.level_hits for r in reads], 1)
     their_flags, their_phis, their_levels = _move_columns([r.theirs for r in reads])
     my_flags, my_phis, _ = _move_columns([r.mine for r in reads])
-    slots[:, :, 7], slots[:, :, 8], levels[:, :, :, 2] = their_flags, their_phis, their_levels
+    slots[:, :, 7], slots[:, :, 8] = their_flags, their_phis
+    _set_levels(levels, their_levels, 2)
     slots[:, :, 9], slots[:, :, 10] = my_flags, my_phis
     level_mask = np.stack([p.level_mask for p in plans])
     glob = np.array([r.globals for r in reads], dtype=np.float32)

@@ -126,8 +126,8 @@ class Scored(NamedTuple):
     """``MAX_SLOTS`` flags: the term is on the ledger with a valid value."""
     n_named: int
     """Schema terms on the ledger, valid or not."""
-    level_hits: np.ndarray
-    """``(MAX_SLOTS, MAX_LEVELS)`` float32: 1 at each level the ledger holds."""
+    level_hits: list[int]
+    """The levels the ledger holds, as flat indexes ``slot * MAX_LEVELS + level``."""
 
 
 class FeaturePlan:
@@ -174,14 +174,13 @@ class FeaturePlan:
 
     def _score(self, ledger: Mapping[str, Any]) -> Scored:
         phis, named = [0.0] * MAX_SLOTS, [0.0] * MAX_SLOTS
-        n_named, level_hits = 0, np.zeros((MAX_SLOTS, MAX_LEVELS), dtype=np.float32)
+        n_named, level_hits = 0, []
         for i, name in enumerate(self.names):
             if name in ledger:
                 n_named += 1
                 phi, valid, matches = self._memos[i](ledger[name])
                 phis[i], named[i] = phi, float(valid)
-                for j in matches:
-                    level_hits[i, j] = 1.0
+                level_hits += [i * MAX_LEVELS + j for j in matches]
         phi_array = np.array(phis)
         u = float(np.dot(self.weights, phi_array) + 1.0) / 2.0
         return Scored(phi_array, u, named, n_named, level_hits)
