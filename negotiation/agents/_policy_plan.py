@@ -180,7 +180,8 @@ class FeaturePlan:
                 n_named += 1
                 phi, valid, matches = self._memos[i](ledger[name])
                 phis[i], named[i] = phi, float(valid)
-                level_hits += [i * MAX_LEVELS + j for j in matches]
+                for j in matches:  # a loop, not a comprehension: that is a call per term on 3.11
+                    level_hits.append(i * MAX_LEVELS + j)
         phi_array = np.array(phis)
         u = float(np.dot(self.weights, phi_array) + 1.0) / 2.0
         return Scored(phi_array, u, named, n_named, level_hits)
