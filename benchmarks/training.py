@@ -272,9 +272,12 @@ def against(study, rev: str, run: str, rounds: int) -> int:
     print(f"ours ({REPO.name}): {ours:6.1f} CPU s   runs: {', '.join(f'{c:.1f}' for c in cpu['ours'])}")
     print(f"{rev:>{len(REPO.name) + 6}}: {theirs:6.1f} CPU s   runs: {', '.join(f'{c:.1f}' for c in cpu[rev])}")
     print(f"ratio {rev}/ours: {theirs / ours:.2f}x")
-    combined = hashlib.sha256(json.dumps(digests["ours"], sort_keys=True).encode()).hexdigest()
+    # The MLflow record names the (temporary) run folder, so the printed digest leaves it out:
+    # it then names the same weights and tables across invocations and machines' paths.
+    weights_and_tables = {k: v for k, v in digests["ours"].items() if k != "mlflow_run.json"}
+    combined = hashlib.sha256(json.dumps(weights_and_tables, sort_keys=True).encode()).hexdigest()
     print(f"run folder ({len(digests['ours'])} files): {'identical' if same else 'DIFFERENT'}; "
-          f"digest of ours {combined[:16]}")
+          f"digest of its checkpoints and CSVs {combined[:16]}")
     for name in sorted(set(digests["ours"]) | set(digests[rev])):
         if digests["ours"].get(name) != digests[rev].get(name):
             print(f"  differs: {name}")
