@@ -6,6 +6,7 @@ Modes::
     python benchmarks/training.py sweep --out DIR        # the shared-LR choice, validation only
     python benchmarks/training.py demo --out DIR         # train every demo run, time per arm
     python benchmarks/training.py check --out DIR        # trained arms vs their base, held-out buyers
+    python benchmarks/training.py --against main [--run w64_shared_init] [--rounds 3]
 
 ``sweep`` applies the shared-LR rule on validation only (training seed block, never evaluation
 seeds): walking a half-decade grid upward, train the largest width's 3x initial run at 3x each
@@ -16,14 +17,29 @@ domain x evaluation seed x held-out buyer for each arm's read checkpoint and its
 base, and prints the paired difference in S with a seed-cluster percentile bootstrap interval
 (the paper's reference: 2.3B at 3x LR, +0.037 [+0.017, +0.057]). Exit status 1 when the largest
 width's 3x arm does not beat its base with an interval excluding 0.
+
+``--against REV`` times one ``train@<run>`` stage (``pipelines/train.py``, a fresh process:
+imports included) of this checkout beside the same stage at git revision ``REV`` (``git
+archive``, no work tree touched), in alternating runs (ours, theirs, ours, ...; each side's own
+``init@<size>`` first), and reports the median CPU seconds (user + system of the child) of
+each side. Both sides write to the same folder path, so the run folders (every ``step_N/``
+file, ``curves.csv``, ``validation.csv``, ``mlflow_run.json`` with its git-commit tags
+blanked) must be identical byte for byte; exit status 1 when they are not.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import resource
+import shutil
+import statistics
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -51,6 +67,8 @@ from negotiation.training._run import _start
 from negotiation.training._trainer import _grpo_update, _setup
 
 SWEEP_GRID = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+REPO = Path(__file__).resolve().parents[1]
+_COMMIT_TAGS = ("git_commit", "mlflow.source.git.commit")  # "unknown" in a git archive
 
 
 def evaluation_env(protocol) -> EnvConfig:
@@ -192,13 +210,94 @@ def check(study, out: Path) -> int:
     return failed
 
 
+def checkout(rev: str, into: Path) -> Path:
+    """The files of git revision ``rev`` under ``into`` (no work tree or index touched)."""
+    archive = into / "tree.tar"
+    with archive.open("wb") as out:
+        subprocess.run(["git", "archive", rev], cwd=REPO, stdout=out, check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into / "tree", filter="data")
+    return into / "tree"
+
+
+def folder_digests(folder: Path) -> dict[str, str]:
+    """SHA-256 of every file under ``folder``; the recorded MLflow run without its commit tags."""
+    digests = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if path.name == "mlflow_run.json":
+            record = json.loads(data)
+            record["tags"] = {k: ("" if k in _COMMIT_TAGS else v) for k, v in record["tags"].items()}
+            data = json.dumps(record, sort_keys=True).encode()
+        digests[path.relative_to(folder).as_posix()] = hashlib.sha256(data).hexdigest()
+    return digests
+
+
+def timed_stage(tree: Path, study: str, run: str, size: str, work: Path) -> tuple[float, dict[str, str]]:
+    """CPU seconds of ``train@run`` run from ``tree`` into ``work/run``, and its folder's digests."""
+    shutil.rmtree(work / "run", ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": str(tree), "MLFLOW_TRACKING_URI": f"sqlite:///{work / 'mlflow.db'}"}
+    init = [sys.executable, "pipelines/init.py", "--study", study, "--size", size,
+            "--out", str(tree / "outputs" / study / "init" / size)]
+    subprocess.run(init, cwd=tree, env=env, check=True, capture_output=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cmd = [sys.executable, "pipelines/train.py", "--study", study, "--run", run, "--out", str(work / "run"),
+           "--curves", str(work / "curves.csv")]
+    done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"train@{run} in {tree} failed:\n{done.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, folder_digests(work / "run")
+
+
+def against(study, rev: str, run: str, rounds: int) -> int:
+    """Alternating ``train@run`` stages here and at ``rev``; CPU seconds and byte identity."""
+    arm = next(a for a in study.arms.values() if a.run == run)
+    if arm.parent_run:
+        raise SystemExit(f"{run} continues {arm.parent_run}: time a fresh run")
+    cpu: dict[str, list[float]] = {"ours": [], rev: []}
+    digests: dict[str, dict[str, str]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"ours": REPO, rev: checkout(rev, Path(tmp))}
+        for _ in range(rounds):
+            for side, tree in trees.items():
+                seconds, digest = timed_stage(tree, study.name, run, arm.size, Path(tmp))
+                cpu[side].append(seconds)
+                if digests.setdefault(side, digest) != digest:
+                    raise SystemExit(f"{side}: two runs of {run} differ (not deterministic)")
+    ours, theirs = statistics.median(cpu["ours"]), statistics.median(cpu[rev])
+    same = digests["ours"] == digests[rev]
+    print(f"train@{run}, {rounds} alternating rounds (CPU s = user + system of the stage process)")
+    print(f"ours ({REPO.name}): {ours:6.1f} CPU s   runs: {', '.join(f'{c:.1f}' for c in cpu['ours'])}")
+    print(f"{rev:>{len(REPO.name) + 6}}: {theirs:6.1f} CPU s   runs: {', '.join(f'{c:.1f}' for c in cpu[rev])}")
+    print(f"ratio {rev}/ours: {theirs / ours:.2f}x")
+    # The MLflow record names the (temporary) run folder, so the printed digest leaves it out:
+    # it then names the same weights and tables across invocations and machines' paths.
+    weights_and_tables = {k: v for k, v in digests["ours"].items() if k != "mlflow_run.json"}
+    combined = hashlib.sha256(json.dumps(weights_and_tables, sort_keys=True).encode()).hexdigest()
+    print(f"run folder ({len(digests['ours'])} files): {'identical' if same else 'DIFFERENT'}; "
+          f"digest of its checkpoints and CSVs {combined[:16]}")
+    for name in sorted(set(digests["ours"]) | set(digests[rev])):
+        if digests["ours"].get(name) != digests[rev].get(name):
+            print(f"  differs: {name}")
+    return 0 if same else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["speed", "sweep", "demo", "check"])
+    parser.add_argument("mode", nargs="?", choices=["speed", "sweep", "demo", "check"])
     parser.add_argument("--study", default="demo")
     parser.add_argument("--out", type=Path, default=Path("outputs/bench_training"))
+    parser.add_argument("--against", metavar="REV", help="time train@RUN here beside git revision REV")
+    parser.add_argument("--run", default="w64_shared_init", help="the run --against times")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of --against")
     args = parser.parse_args()
     study = load_study(args.study)
+    if args.against:
+        return against(study, args.against, args.run, args.rounds)
+    if args.mode is None:
+        parser.error("a mode or --against REV is required")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.mode == "speed":
         speed(study)

@@ -28,35 +28,25 @@ counts 0, exactly as the scorer counts it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from negotiation.env import (
-    INVALID,
-    Domain,
-    Message,
-    PartyPrefs,
-    Term,
-    View,
-    canonical_value,
-    feature,
-    ledger_changes,
+from negotiation.agents._policy_layout import (
+    FEATURE_VERSION,
+    GLOBAL_FEATURES,
+    LEVEL_FEATURES,
+    MAX_LEVELS,
+    MAX_SLOTS,
+    SLOT_FEATURES,
+    FeatureError,
+    check_domain,
 )
+from negotiation.agents._policy_plan import FeaturePlan, Scored, plan_of
+from negotiation.env import Message, View, ledger_changes
 
-FEATURE_VERSION = 1
-MAX_SLOTS = 10
-MAX_LEVELS = 6
-SLOT_FEATURES = 14
-GLOBAL_FEATURES = 10
-LEVEL_FEATURES = 4
-
-
-_KINDS = ("continuous", "categorical", "binary")
-
-
-class FeatureError(ValueError):
-    """A domain does not fit the fixed feature layout (too many terms or levels)."""
+__all__ = ["FEATURE_VERSION", "GLOBAL_FEATURES", "LEVEL_FEATURES", "MAX_LEVELS", "MAX_SLOTS", "SLOT_FEATURES",
+           "FeatureBatch", "FeatureError", "check_domain", "concat_features", "view_features"]
 
 
 @dataclass(frozen=True)
@@ -79,43 +69,19 @@ class FeatureBatch:
     """``(n,)`` bool: ACCEPT is a valid move (the ledger is not empty)."""
 
 
-def check_domain(domain: Domain) -> None:
-    """Raise ``FeatureError`` when ``domain`` exceeds the slot or level capacity."""
-    if len(domain.terms) > MAX_SLOTS:
-        raise FeatureError(f"domain {domain.name!r}:terms: {len(domain.terms)} terms exceed "
-                           f"the policy's {MAX_SLOTS} slots")
-    for term in domain.terms:
-        if term.levels is not None and len(term.levels) > MAX_LEVELS:
-            raise FeatureError(f"domain {domain.name!r}:terms.{term.name}.levels: "
-                               f"{len(term.levels)} levels exceed {MAX_LEVELS}")
-
-
-def _phis(terms: Sequence[Term], prefs: PartyPrefs, ledger: Mapping[str, Any]) -> np.ndarray:
-    """Own φ per slot of a ledger (unnamed, invalid and off-schema terms count 0)."""
-    out = np.zeros(MAX_SLOTS)
-    for i, term in enumerate(terms):
-        if term.name in ledger:
-            out[i] = feature(term, prefs.role, prefs.preferred.get(term.name), ledger[term.name])[0]
-    return out
-
-
-def _moved(history: Sequence[Message], speaker_is_me: bool, me: str) -> dict[str, Any]:
-    """Terms the last turn of one speaker changed on the ledger, with their values."""
+def _last_move(history: Sequence[Message], speaker_is_me: bool, me: str
+               ) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+    """The ledgers before and after the last turn of one speaker (``None``: it has not spoken)."""
     for k in range(len(history) - 1, -1, -1):
         msg = history[k]
         if (msg.role == me) == speaker_is_me:
-            before = history[k - 1].ledger_after if k > 0 else {}
-            return ledger_changes(before, msg.ledger_after)
-    return {}
+            return (history[k - 1].ledger_after if k > 0 else {}), msg.ledger_after
+    return None
 
 
-def _u_tilde(weights: np.ndarray, phis: np.ndarray) -> float:
-    return float(np.dot(weights, phis) + 1.0) / 2.0
-
-
-def _history_utilities(view: View, weights: np.ndarray) -> tuple[float, float, float, float]:
+def _history_utilities(view: View, plan: FeaturePlan) -> tuple[float, float, float, float]:
     """Counterpart spoke; own Ũ after its first turn, after its previous turn, after my last."""
-    terms, prefs, me = view.domain.terms, view.prefs, view.role
+    me = view.role
     theirs = [m for m in view.history if m.role != me]
     mine = [m for m in view.history if m.role == me]
 
@@ -123,81 +89,99 @@ def _history_utilities(view: View, weights: np.ndarray) -> tuple[float, float, f
         needed = k + 1 if k >= 0 else -k
         if len(msgs) < needed:
             return 0.0
-        return _u_tilde(weights, _phis(terms, prefs, msgs[k].ledger_after))
+        return plan.scored(msgs[k].ledger_after).u_tilde
 
     return float(bool(theirs)), u(theirs, 0), u(theirs, -2), u(mine, -1)
 
 
-def _slot_row(row: np.ndarray, term: Term, weight: float, prefs: PartyPrefs, phi_ledger: float,
-              named: bool, theirs: Mapping[str, Any], mine: Mapping[str, Any]) -> None:
-    role, pref = prefs.role, prefs.preferred.get(term.name)
-    row[0], row[1] = 1.0, weight
-    row[2 + _KINDS.index(term.kind)] = 1.0
-    row[5], row[6] = float(named), phi_ledger
-    if term.name in theirs:
-        row[7], row[8] = 1.0, feature(term, role, pref, theirs[term.name])[0]
-    if term.name in mine:
-        row[9], row[10] = 1.0, feature(term, role, pref, mine[term.name])[0]
-    row[11] = weight * (1.0 - phi_ledger) / 2.0
-    row[12] = 0.0 if term.is_continuous else 1.0 / len(term.levels or (1,))
+_NOT_MOVED = np.zeros(MAX_SLOTS)
 
 
-def _view_features(view: View, out_slot: np.ndarray, out_glob: np.ndarray,
-                   out_level: np.ndarray, out_level_mask: np.ndarray) -> None:
-    domain, prefs, me, ledger = view.domain, view.prefs, view.role, view.ledger
-    check_domain(domain)
-    terms, n = domain.terms, len(domain.terms)
-    weights = np.zeros(MAX_SLOTS)
-    weights[:n] = [prefs.weights[t.name] for t in terms]
-    phi_ledger = _phis(terms, prefs, ledger)
-    theirs, mine = _moved(view.history, False, me), _moved(view.history, True, me)
-    order = np.argsort(-weights[:n], kind="stable")
-    out_slot[:n, 13] = np.argsort(order, kind="stable") / max(1, n - 1)
-    n_named = 0
-    for i, term in enumerate(terms):
-        named = term.name in ledger and canonical_value(term, ledger[term.name]) is not INVALID
-        n_named += term.name in ledger
-        _slot_row(out_slot[i], term, weights[i], prefs, phi_ledger[i], named, theirs, mine)
-        if not term.is_continuous:
-            _level_features(term.levels or (), prefs.preferred.get(term.name),
-                            _canon(term, ledger, term.name), _canon(term, theirs, term.name),
-                            out_level[i], out_level_mask[i])
-    spoke, their_first, their_prev, my_last = _history_utilities(view, weights)
-    out_glob[:] = ((view.turn - 1) / max(1, view.max_turns - 1), _u_tilde(weights, phi_ledger),
-                   float(not ledger), spoke, their_first, their_prev, my_last, n_named / n,
-                   n / MAX_SLOTS, float(view.turn <= 2))
+def _moved_terms(plan: FeaturePlan, move: tuple[Mapping[str, Any], Mapping[str, Any]] | None
+                 ) -> tuple[list[float], Scored | None]:
+    """Which slots a move changed on the ledger (``ledger_changes``) and the ledger after it:
+    a changed term's value is the after-ledger's, so its φ and levels are that ledger's."""
+    if move is None:
+        return [0.0] * MAX_SLOTS, None
+    changes = ledger_changes(*move)
+    flags = [1.0 if name in changes else 0.0 for name in plan.names]
+    return flags + [0.0] * (MAX_SLOTS - plan.n), plan.scored(move[1])
 
 
-def _level_features(levels: Sequence[Any], preferred: Any, ledger_value: Any, their_value: Any,
-                    out: np.ndarray, out_mask: np.ndarray) -> None:
-    for j, level in enumerate(levels):
-        out[j] = (float(level == preferred), float(_same(level, ledger_value)),
-                  float(_same(level, their_value)), 1.0)
-        out_mask[j] = True
+class _ViewRead(NamedTuple):
+    """What one view adds to its plan's static rows."""
+
+    now: Scored
+    """The current ledger."""
+    globals: tuple[float, ...]
+    theirs: tuple[list[float], Scored | None]
+    """The counterpart's last move (``_moved_terms``)."""
+    mine: tuple[list[float], Scored | None]
+    """My last move."""
 
 
-def _canon(term: Any, values: Mapping[str, Any], name: str) -> Any:
-    return canonical_value(term, values[name]) if name in values else INVALID
+def _view_read(view: View, plan: FeaturePlan) -> _ViewRead:
+    ledger, n = view.ledger, plan.n
+    now = plan.scored(ledger)
+    theirs = _moved_terms(plan, _last_move(view.history, False, view.role))
+    mine = _moved_terms(plan, _last_move(view.history, True, view.role))
+    spoke, their_first, their_prev, my_last = _history_utilities(view, plan)
+    glob = ((view.turn - 1) / max(1, view.max_turns - 1), now.u_tilde, float(not ledger), spoke,
+            their_first, their_prev, my_last, now.n_named / n, n / MAX_SLOTS, float(view.turn <= 2))
+    return _ViewRead(now, glob, theirs, mine)
 
 
-def _same(level: Any, value: Any) -> bool:
-    # bool is an int subclass: True must not match a level 1, nor a string "True" match True.
-    return value is not INVALID and type(level) is type(value) and level == value
+def _move_columns(moves: list[tuple[list[float], Scored | None]]) -> tuple[np.ndarray, np.ndarray, list[list[int]]]:
+    """``(n, MAX_SLOTS)`` moved flags and own φ of the moved values (0 elsewhere: ``where``,
+    never ``flag * φ``, which would write -0.0), and per row the moved terms' levels."""
+    flags = np.array([f for f, _ in moves]) > 0.5
+    phis = np.where(flags, np.stack([_NOT_MOVED if s is None else s.phis for _, s in moves]), 0.0)
+    hits = [[] if s is None else [h for h in s.level_hits if f[h // MAX_LEVELS]] for f, s in moves]
+    return flags, phis, hits
+
+
+def _set_levels(levels: np.ndarray, hits: list[list[int]], column: int) -> None:
+    """``levels[k, slot, level, column] = 1`` at row ``k``'s flat level indexes."""
+    flat = levels.reshape(len(levels), MAX_SLOTS * MAX_LEVELS, LEVEL_FEATURES)  # a view: contiguous
+    rows = [k for k, row in enumerate(hits) for _ in row]
+    if rows:
+        flat[rows, [h for row in hits for h in row], column] = 1.0
 
 
 def view_features(views: Sequence[View]) -> FeatureBatch:
-    """Features of a batch of views (one row per view)."""
-    n = len(views)
-    slots = np.zeros((n, MAX_SLOTS, SLOT_FEATURES), dtype=np.float32)
-    glob = np.zeros((n, GLOBAL_FEATURES), dtype=np.float32)
-    levels = np.zeros((n, MAX_SLOTS, MAX_LEVELS, LEVEL_FEATURES), dtype=np.float32)
-    level_mask = np.zeros((n, MAX_SLOTS, MAX_LEVELS), dtype=bool)
-    for k, view in enumerate(views):
-        _view_features(view, slots[k], glob[k], levels[k], level_mask[k])
+    """Features of a batch of views (one row per view): the plans' static rows stacked, then
+    each view's ledger, moved terms and global features in one write per column."""
+    if not views:
+        return _empty_batch()
+    plans = [plan_of(v.domain, v.prefs) for v in views]
+    reads = [_view_read(v, p) for v, p in zip(views, plans)]
+    slots = np.stack([p.slots for p in plans])
+    phis = np.stack([r.now.phis for r in reads])
+    slots[:, :, 5], slots[:, :, 6] = [r.now.named for r in reads], phis
+    # Own utility still open, w (1 - φ) / 2: elementwise float64, as the scalar formula rounds
+    # (empty slots have w = 0 and φ = 0, so they stay 0).
+    slots[:, :, 11] = np.stack([p.weights for p in plans]) * (1.0 - phis) / 2.0
+    levels = np.stack([p.levels for p in plans])
+    _set_levels(levels, [r.now.level_hits for r in reads], 1)
+    their_flags, their_phis, their_levels = _move_columns([r.theirs for r in reads])
+    my_flags, my_phis, _ = _move_columns([r.mine for r in reads])
+    slots[:, :, 7], slots[:, :, 8] = their_flags, their_phis
+    _set_levels(levels, their_levels, 2)
+    slots[:, :, 9], slots[:, :, 10] = my_flags, my_phis
+    level_mask = np.stack([p.level_mask for p in plans])
+    glob = np.array([r.globals for r in reads], dtype=np.float32)
     slot_mask = slots[:, :, 0] > 0.5
     continuous = slots[:, :, 2] > 0.5
     accept_ok = glob[:, 2] < 0.5
     return FeatureBatch(slots, glob, levels, slot_mask, continuous, level_mask, accept_ok)
+
+
+def _empty_batch() -> FeatureBatch:
+    slots = np.zeros((0, MAX_SLOTS, SLOT_FEATURES), dtype=np.float32)
+    glob = np.zeros((0, GLOBAL_FEATURES), dtype=np.float32)
+    return FeatureBatch(slots, glob, np.zeros((0, MAX_SLOTS, MAX_LEVELS, LEVEL_FEATURES), dtype=np.float32),
+                        np.zeros((0, MAX_SLOTS), dtype=bool), np.zeros((0, MAX_SLOTS), dtype=bool),
+                        np.zeros((0, MAX_SLOTS, MAX_LEVELS), dtype=bool), np.zeros(0, dtype=bool))
 
 
 def concat_features(batches: Sequence[FeatureBatch]) -> FeatureBatch:
