@@ -51,8 +51,11 @@ def _phi_of(lo: float, hi: float, prefers_high: bool, value: Any) -> float:
 # plus the turns played since, so the scan resumes where it stopped instead of rereading every
 # ledger of the episode each turn (which made a T-round episode quadratic in T). The entry
 # holds the history it was computed from, so a first message's id is never reused while cached.
+# The least recently used entry goes first: an entry keeps its whole episode alive, and a few
+# thousand finished episodes kept alive made every full garbage collection scan them (a tenth of
+# a scripted episode's time); 512 still covers the lockstep batches of training (128 episodes).
 _LEVELS: dict[tuple[int, str], tuple[tuple[Message, ...], dict[str, Any]]] = {}
-_MAX_LEVELS = 4096
+_MAX_LEVELS = 512
 
 
 def counterpart_levels(history: tuple[Message, ...], role: Role) -> dict[str, Any]:
@@ -72,9 +75,10 @@ def counterpart_levels(history: tuple[Message, ...], role: Role) -> dict[str, An
         if len(prefix) <= len(history) and history[:len(prefix)] == prefix:
             start, levels = len(prefix), dict(cached)
     levels = _scan_levels(history, role, start, levels)
-    if len(_LEVELS) >= _MAX_LEVELS:
-        _LEVELS.clear()
+    _LEVELS.pop(key, None)  # re-inserted last: the dict's order is the order of use
     _LEVELS[key] = (history, levels)
+    if len(_LEVELS) > _MAX_LEVELS:
+        del _LEVELS[next(iter(_LEVELS))]
     return dict(levels)
 
 
@@ -94,6 +98,10 @@ def _scan_levels(history: tuple[Message, ...], role: Role, start: int, levels: d
 _Plan = tuple[dict[str, Any], tuple[tuple[str, float, bool, float, float, bool, float, Any], ...]]
 _PLANS: dict[tuple[int, int], tuple[Domain, PartyPrefs, _Plan]] = {}
 _MAX_PLANS = 4096
+# Offers made, by (domain id, preferences id, target, asked key): see _offer_key. The entry holds
+# the domain and preferences, so an id is never reused while cached.
+_OFFERS: dict[tuple, tuple[Domain, PartyPrefs, dict[str, Any]]] = {}
+_MAX_OFFERS = 4096
 
 
 def _concession_plan(domain: Domain, prefs: PartyPrefs) -> _Plan:
@@ -120,10 +128,45 @@ def _concession_plan(domain: Domain, prefs: PartyPrefs) -> _Plan:
     return plan
 
 
+def _offer_key(target: float, asked: Mapping[str, Any]) -> tuple | None:
+    """A memo key that only equal inputs share, or None (then the offer is built uncached).
+
+    The target and the values are keyed with their type (``True == 1 == 1.0`` as dict keys, but an offer may hold
+    the asked value itself and JSON writes them apart); a float zero (``-0.0 == 0.0``, written
+    apart too) or NaN, and any other type, are not keyed at all.
+    """
+    items = []
+    for name, value in asked.items():
+        kind = type(value)
+        if kind is float:
+            if not value or value != value:
+                return None
+        elif kind is not str and kind is not int and kind is not bool:
+            return None
+        items.append((name, kind, value))
+    return type(target), target, tuple(items)
+
+
 def offer_at_target(domain: Domain, prefs: PartyPrefs, target: float,
                     asked: Mapping[str, Any]) -> dict[str, Any]:
-    """A full contract with own ``Ũ`` as close to ``target`` from above as the concessions allow."""
-    best, steps = _concession_plan(domain, prefs)
+    """A full contract with own ``Ũ`` as close to ``target`` from above as the concessions allow.
+
+    A pure function of its inputs, memoized: an agent meets the same target and asked levels
+    at the same turn of every episode it plays in one scenario.
+    """
+    asked_key = _offer_key(target, asked)
+    if asked_key is None:
+        return _build_offer(*_concession_plan(domain, prefs), target, asked)
+    key = (id(domain), id(prefs), asked_key)
+    hit = _OFFERS.get(key)
+    if hit is None or hit[0] is not domain or hit[1] is not prefs:
+        if len(_OFFERS) >= _MAX_OFFERS:
+            _OFFERS.clear()
+        hit = _OFFERS[key] = (domain, prefs, _build_offer(*_concession_plan(domain, prefs), target, asked))
+    return dict(hit[2])
+
+
+def _build_offer(best: dict[str, Any], steps: tuple, target: float, asked: Mapping[str, Any]) -> dict[str, Any]:
     offer = dict(best)
     u = 1.0
     for name, w, continuous, lo, hi, high, step, preferred in steps:
