@@ -259,6 +259,14 @@ def valid_text(text: Any) -> str:
     return text
 
 
+# Parses of short messages, by text: templated agents (scripted, policy) say the same messages
+# again and again. Only parses whose term values are immutable scalars are kept, and every caller
+# gets its own flags dict, so nothing a caller holds is shared with the memo or another caller.
+_PARSED: dict[str, ParsedTurn] = {}
+_MAX_PARSED, _MEMO_CHARS = 4096, 4096
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def parse_message(text: Any) -> ParsedTurn:
     """Parse one message; never raises, time linear in ``len(text)``.
 
@@ -268,6 +276,21 @@ def parse_message(text: Any) -> ParsedTurn:
     Lone surrogates (which no file format can store) are replaced by U+FFFD.
     """
     text = valid_text(text)
+    if len(text) > _MEMO_CHARS or type(text) is not str:  # a str subclass may compare as it likes
+        return _parse_valid(text)
+    hit = _PARSED.get(text)
+    if hit is None:
+        hit = _parse_valid(text)
+        if not all(type(value) in _SCALARS for _, value in hit.terms):
+            return hit
+        if len(_PARSED) >= _MAX_PARSED:
+            _PARSED.clear()
+        _PARSED[text] = hit
+    return ParsedTurn(hit.ok, hit.action, hit.terms, hit.prose, hit.error, hit.notes, dict(hit.flags))
+
+
+def _parse_valid(text: str) -> ParsedTurn:
+    """``parse_message`` of a text ``valid_text`` returns as it is, without the memo."""
     too_long = len(text) > _MAX_CHARS
     if too_long:
         text = text[:_MAX_CHARS]
