@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from negotiation.env._domain import Domain, Role, Term
 from negotiation.env._record import frozen_record
@@ -156,6 +156,40 @@ def _sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> tuple
         else:
             integ += w * (phi + 1.0) / 2.0
     return u, dist, integ, n_invalid, n_oor
+
+
+# Per domain, what checking a named term needs: name -> (kind code, lo, hi, level_by_folded).
+_CHECKS: dict[int, tuple[Domain, dict[str, tuple[int, float, float, Mapping[str, Any]]]]] = {}
+
+
+def term_issues(domain: Domain, terms: Iterable[tuple[str, Any]]) -> tuple[int, int, int]:
+    """``(off schema, invalid, out of range)`` among named ``terms``: ``canonical_value`` per
+    term and the range check, inlined on flat rows (the engine asks it every turn)."""
+    hit = _CHECKS.get(id(domain))
+    if hit is None or hit[0] is not domain:
+        rows = {t.name: (_KIND_CODE[t.kind], *(t.range if t.is_continuous else (0.0, 1.0)), t.level_by_folded)
+                for t in domain.terms}
+        hit = _CHECKS[id(domain)] = (domain, rows)  # domains are few; the entry holds its domain
+    rows, off = hit[1], 0
+    inv = oor = 0
+    for name, value in terms:
+        row = rows.get(name)
+        if row is None:
+            off += 1
+            continue
+        kind, lo, hi, folded = row
+        if kind == 0:
+            number = type(value)
+            if not (math.isfinite(value) if number is float else -_FLOAT_MAX <= value <= _FLOAT_MAX
+                    if number is int else _is_number(value)):
+                inv += 1
+            elif not lo <= float(value) <= hi:
+                oor += 1
+        elif kind == 1:
+            inv += not isinstance(value, bool)
+        else:
+            inv += not isinstance(value, str) or value.strip().casefold() not in folded
+    return off, inv, oor
 
 
 def score_prefs(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> Score:
