@@ -73,7 +73,7 @@ def counterpart_levels(history: tuple[Message, ...], role: Role) -> dict[str, An
     if hit is not None:
         prefix, cached = hit
         if len(prefix) <= len(history) and history[:len(prefix)] == prefix:
-            start, levels = len(prefix), dict(cached)
+            start, levels = len(prefix), cached  # extended in place: the entry is replaced below
     levels = _scan_levels(history, role, start, levels)
     _LEVELS.pop(key, None)  # re-inserted last: the dict's order is the order of use
     _LEVELS[key] = (history, levels)
