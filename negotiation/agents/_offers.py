@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Mapping
 
@@ -54,7 +55,8 @@ def _phi_of(lo: float, hi: float, prefers_high: bool, value: Any) -> float:
 # The least recently used entry goes first: an entry keeps its whole episode alive, and a few
 # thousand finished episodes kept alive made every full garbage collection scan them (a tenth of
 # a scripted episode's time); 512 still covers the lockstep batches of training (128 episodes).
-_LEVELS: dict[tuple[int, str], tuple[tuple[Message, ...], dict[str, Any]]] = {}
+# An OrderedDict: dropping a plain dict's first key again and again rescans the dead slots before it.
+_LEVELS: OrderedDict[tuple[int, str], tuple[tuple[Message, ...], dict[str, Any]]] = OrderedDict()
 _MAX_LEVELS = 512
 
 
@@ -75,10 +77,10 @@ def counterpart_levels(history: tuple[Message, ...], role: Role) -> dict[str, An
         if len(prefix) <= len(history) and history[:len(prefix)] == prefix:
             start, levels = len(prefix), cached  # extended in place: the entry is replaced below
     levels = _scan_levels(history, role, start, levels)
-    _LEVELS.pop(key, None)  # re-inserted last: the dict's order is the order of use
     _LEVELS[key] = (history, levels)
+    _LEVELS.move_to_end(key)  # the order is the order of use
     if len(_LEVELS) > _MAX_LEVELS:
-        del _LEVELS[next(iter(_LEVELS))]
+        _LEVELS.popitem(last=False)
     return dict(levels)
 
 
