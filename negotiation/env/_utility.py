@@ -112,9 +112,35 @@ def _plan(domain: Domain, prefs: PartyPrefs) -> tuple[_Row, ...]:
 
 
 _ABSENT = object()
+_Sums = tuple[float, float, float, int, int]
+# Sums already made, by (domain id, preferences id, ledger items); the entry holds the domain,
+# the preferences and the values' types. Equal values of equal builtin scalar types score alike
+# (-0.0 and 0.0 included), but True == 1 == 1.0 do not (a bool is no number, a number no binary
+# level): a hit must match the types too. Agents score the same ledgers turn after turn.
+_SUMS: dict[tuple, tuple[Domain, PartyPrefs, tuple[type, ...], _Sums]] = {}
+_MAX_SUMS = 4096
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> tuple[float, float, float, int, int]:
+def _sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> _Sums:
+    """``_feature_sums``, memoized on ledgers of builtin scalars."""
+    key = (id(domain), id(prefs), tuple(ledger.items()))
+    try:
+        hit = _SUMS.get(key)
+    except TypeError:  # an unhashable value (a list from hostile JSON): no memo
+        return _feature_sums(domain, prefs, ledger)
+    types = tuple(map(type, ledger.values()))
+    if hit is not None and hit[0] is domain and hit[1] is prefs and hit[2] == types:
+        return hit[3]
+    sums = _feature_sums(domain, prefs, ledger)
+    if _SCALARS.issuperset(types):
+        if len(_SUMS) >= _MAX_SUMS:
+            _SUMS.clear()
+        _SUMS[key] = (domain, prefs, types, sums)
+    return sums
+
+
+def _feature_sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> _Sums:
     """``(U, distributive, integrative, n_invalid, n_out_of_range)`` of ``ledger`` for ``prefs``.
 
     ``feature`` per named term, summed in domain order; the loop inlines it (same arithmetic,

@@ -91,7 +91,21 @@ def test_score_and_u_tilde_equal_the_plain_feature_sum(domain, seed, role, data)
     got = (score.u, score.u_tilde, score.distributive, score.integrative, score.n_off_schema,
            score.n_invalid, score.n_out_of_range)
     assert got == _reference_score(domain, prefs, ledger)
-    assert u_tilde(domain, prefs, ledger) == score.u_tilde
+    assert u_tilde(domain, prefs, ledger) == score.u_tilde  # a memo hit, for a ledger of scalars
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(DOMAINS), st.integers(0, 2**31), st.sampled_from(["seller", "buyer"]), st.data())
+def test_memoized_scores_never_mix_up_equal_values_of_other_types(domain, seed, role, data):
+    # True == 1 == 1.0 and 0.0 == -0.0 as keys; each ledger scores as the plain sum does.
+    prefs = make_scenario(domain, seed).prefs(role)
+    names = data.draw(st.lists(st.sampled_from(domain.term_names), min_size=1, max_size=3, unique=True))
+    for values in data.draw(st.permutations([1, 1.0, True, 0, 0.0, -0.0, False])):
+        ledger = {name: values for name in names}
+        score = score_prefs(domain, prefs, ledger)
+        got = (score.u, score.u_tilde, score.distributive, score.integrative, score.n_off_schema,
+               score.n_invalid, score.n_out_of_range)
+        assert repr(got) == repr(_reference_score(domain, prefs, ledger))
 
 
 def _reference_offer(domain, prefs, target, asked):
