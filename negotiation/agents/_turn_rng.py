@@ -45,19 +45,47 @@ _GEN_B = _hash_constants(_INIT_B, _MULT_B, 8)
 
 # The cross-mixing steps of numpy's mix_entropy, each with its hash constants, flattened.
 _CROSS_STEPS = tuple((src, dst, pre, post) for (src, dst), (pre, post) in zip(_CROSS, _MIX_A[_POOL:]))
+# The first source word's steps (0 -> 1, 2, 3) and the rest.
+_FIRST_STEPS, _LATER_STEPS = _CROSS_STEPS[:_POOL - 1], _CROSS_STEPS[_POOL - 1:]
+# Pool words after the first source's steps, all but word 1 (the turn, for the agents), by the
+# entropy words other than word 1: an episode's turns share them, so they are mixed once.
+_FIRST_STAGE: dict[tuple[int, int, int], tuple[int, int, int, int]] = {}
+_MAX_STAGES = 4096
+
+
+def _hashmix(value: int, pre: int, post: int) -> int:
+    value = ((value ^ pre) * post) & _M32
+    return value ^ (value >> 16)
+
+
+def _mix(dst: int, hashed: int) -> int:
+    mixed = (_MIX_L * dst - _MIX_R * hashed) & _M32
+    return mixed ^ (mixed >> 16)
+
+
+def _first_stage(w0: int, w2: int, w3: int) -> tuple[int, int, int, int]:
+    """``(pool[0], the hash of pool[0] step 0 -> 1 mixes into word 1, pool[2], pool[3])`` after the
+    first source's steps: none of it depends on word 1."""
+    hit = _FIRST_STAGE.get((w0, w2, w3))
+    if hit is None:
+        p0 = _hashmix(w0, *_MIX_A[0])
+        (_, _, pre1, post1), (_, _, pre2, post2), (_, _, pre3, post3) = _FIRST_STEPS
+        p2 = _mix(_hashmix(w2, *_MIX_A[2]), _hashmix(p0, pre2, post2))
+        p3 = _mix(_hashmix(w3, *_MIX_A[3]), _hashmix(p0, pre3, post3))
+        if len(_FIRST_STAGE) >= _MAX_STAGES:
+            _FIRST_STAGE.clear()
+        hit = _FIRST_STAGE[(w0, w2, w3)] = (p0, _hashmix(p0, pre1, post1), p2, p3)
+    return hit
 
 
 def _pool(entropy: Sequence[int]) -> list[int]:
     """``SeedSequence(entropy).pool`` for at most four words < 2**32 (numpy's ``mix_entropy``)."""
-    words = list(entropy) + [0] * (_POOL - len(entropy))
-    pool = []
-    for word, (pre, post) in zip(words, _MIX_A):
-        value = ((word ^ pre) * post) & _M32
-        pool.append(value ^ (value >> 16))
-    for src, dst, pre, post in _CROSS_STEPS:
+    w0, w1, w2, w3 = list(entropy) + [0] * (_POOL - len(entropy))
+    p0, hashed0, p2, p3 = _first_stage(w0, w2, w3)
+    pool = [p0, _mix(_hashmix(w1, *_MIX_A[1]), hashed0), p2, p3]
+    for src, dst, pre, post in _LATER_STEPS:
         value = ((pool[src] ^ pre) * post) & _M32
-        value ^= value >> 16
-        mixed = (_MIX_L * pool[dst] - _MIX_R * value) & _M32
+        mixed = (_MIX_L * pool[dst] - _MIX_R * (value ^ (value >> 16))) & _M32
         pool[dst] = mixed ^ (mixed >> 16)
     return pool
 
