@@ -100,9 +100,9 @@ def _scan_levels(history: tuple[Message, ...], role: Role, start: int, levels: d
 _Plan = tuple[dict[str, Any], tuple[tuple[str, float, bool, float, float, bool, float, Any], ...]]
 _PLANS: dict[tuple[int, int], tuple[Domain, PartyPrefs, _Plan]] = {}
 _MAX_PLANS = 4096
-# Offers made, by (domain id, preferences id, target, asked key): see _offer_key. The entry holds
-# the domain and preferences, so an id is never reused while cached.
-_OFFERS: dict[tuple, tuple[Domain, PartyPrefs, dict[str, Any]]] = {}
+# Offers made, by (domain id, preferences id, target, asked items); the entry holds the domain and
+# preferences (so an id is never reused while cached) and the types of the target and values.
+_OFFERS: dict[tuple, tuple[Domain, PartyPrefs, tuple[type, ...], dict[str, Any]]] = {}
 _MAX_OFFERS = 4096
 
 
@@ -130,23 +130,15 @@ def _concession_plan(domain: Domain, prefs: PartyPrefs) -> _Plan:
     return plan
 
 
-def _offer_key(target: float, asked: Mapping[str, Any]) -> tuple | None:
-    """A memo key that only equal inputs share, or None (then the offer is built uncached).
+_OFFER_SCALARS = frozenset({str, int, bool, float})
 
-    The target and the values are keyed with their type (``True == 1 == 1.0`` as dict keys, but an offer may hold
-    the asked value itself and JSON writes them apart); a float zero (``-0.0 == 0.0``, written
-    apart too) or NaN, and any other type, are not keyed at all.
-    """
-    items = []
-    for name, value in asked.items():
-        kind = type(value)
-        if kind is float:
-            if not value or value != value:
-                return None
-        elif kind is not str and kind is not int and kind is not bool:
-            return None
-        items.append((name, kind, value))
-    return type(target), target, tuple(items)
+
+def _memoizable(asked: Mapping[str, Any], types: tuple[type, ...]) -> bool:
+    """Whether an offer built for ``asked`` may be stored: builtin scalars only, and no float
+    zero (``-0.0 == 0.0`` as keys, but an offer may hold the asked value and JSON writes them
+    apart). A later hit has equal values of the same types, so it holds no float zero either."""
+    return _OFFER_SCALARS.issuperset(types) and (
+        float not in types or not any(type(v) is float and v == 0.0 for v in asked.values()))
 
 
 def offer_at_target(domain: Domain, prefs: PartyPrefs, target: float,
@@ -154,18 +146,24 @@ def offer_at_target(domain: Domain, prefs: PartyPrefs, target: float,
     """A full contract with own ``Ũ`` as close to ``target`` from above as the concessions allow.
 
     A pure function of its inputs, memoized: an agent meets the same target and asked levels
-    at the same turn of every episode it plays in one scenario.
+    at the same turn of every episode it plays in one scenario. Entries are matched on the
+    types of the target and the values too (``True == 1 == 1.0`` as keys, not in an offer).
     """
-    asked_key = _offer_key(target, asked)
-    if asked_key is None:
+    key = (id(domain), id(prefs), target, tuple(asked.items()))
+    try:
+        hit = _OFFERS.get(key)
+    except TypeError:  # an unhashable asked value: no memo
         return _build_offer(*_concession_plan(domain, prefs), target, asked)
-    key = (id(domain), id(prefs), asked_key)
-    hit = _OFFERS.get(key)
-    if hit is None or hit[0] is not domain or hit[1] is not prefs:
+    types = (type(target), *map(type, asked.values()))
+    if hit is not None and hit[0] is domain and hit[1] is prefs and hit[2] == types:
+        return dict(hit[3])
+    offer = _build_offer(*_concession_plan(domain, prefs), target, asked)
+    if _memoizable(asked, types[1:]):
         if len(_OFFERS) >= _MAX_OFFERS:
             _OFFERS.clear()
-        hit = _OFFERS[key] = (domain, prefs, _build_offer(*_concession_plan(domain, prefs), target, asked))
-    return dict(hit[2])
+        _OFFERS[key] = (domain, prefs, types, offer)
+        return dict(offer)
+    return offer
 
 
 def _build_offer(best: dict[str, Any], steps: tuple, target: float, asked: Mapping[str, Any]) -> dict[str, Any]:
