@@ -99,6 +99,18 @@ def _state_words(pool: list[int]) -> list[int]:
     return out
 
 
+def _pcg_seed(pool: list[int]) -> tuple[int, int]:
+    """PCG64's ``(state, inc)`` seeded from ``_state_words(pool)``.
+
+    ``generate_state(4, uint64)`` pairs the little-endian words; PCG64 takes (seed_hi, seed_lo,
+    inc_hi, inc_lo) and seeds as srandom does: state = 0, step, add the seed, step.
+    """
+    w0, w1, w2, w3, w4, w5, w6, w7 = _state_words(pool)
+    seed = (w1 << 96) | (w0 << 64) | (w3 << 32) | w2
+    inc = (((w5 << 96) | (w4 << 64) | (w7 << 32) | w6) << 1 | 1) & _M128
+    return ((inc + seed) * _PCG_MULT + inc) & _M128, inc
+
+
 class TurnRandom:
     """The draws ``numpy.random.default_rng(entropy)`` makes, for ``integers(n)`` and ``random()``."""
 
@@ -111,14 +123,7 @@ class TurnRandom:
         if not words or len(words) > _POOL or min(words) < 0 or max(words) > _M32:
             self._numpy = np.random.default_rng(words)
             return
-        w = _state_words(_pool(words))
-        # generate_state(4, uint64) pairs little-endian words; PCG64 takes (seed_hi, seed_lo, inc_hi, inc_lo).
-        seed = (((w[1] << 32) | w[0]) << 64) | ((w[3] << 32) | w[2])
-        inc = ((((w[5] << 32) | w[4]) << 64) | ((w[7] << 32) | w[6])) << 1 | 1
-        self._inc = inc & _M128
-        state = (inc & _M128)  # srandom: state = 0, step, add the seed, step
-        state = ((state + seed) * _PCG_MULT + self._inc) & _M128
-        self._state = state
+        self._state, self._inc = _pcg_seed(_pool(words))
 
     def _next64(self) -> int:
         state = (self._state * _PCG_MULT + self._inc) & _M128
@@ -128,10 +133,15 @@ class TurnRandom:
         return ((value >> rot) | (value << (64 - rot))) & _M64
 
     def _next32(self) -> int:
-        if self._spare is not None:
-            spare, self._spare = self._spare, None
+        spare = self._spare
+        if spare is not None:
+            self._spare = None
             return spare
-        value = self._next64()
+        state = (self._state * _PCG_MULT + self._inc) & _M128  # _next64, inlined: every draw is one
+        self._state = state
+        value = ((state >> 64) ^ state) & _M64
+        rot = state >> 122
+        value = ((value >> rot) | (value << (64 - rot))) & _M64
         self._spare = value >> 32
         return value & _M32
 
