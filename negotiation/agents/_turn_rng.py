@@ -78,16 +78,51 @@ def _first_stage(w0: int, w2: int, w3: int) -> tuple[int, int, int, int]:
     return hit
 
 
+# The constants of the later steps, by source word then destination (1 -> 0, 2, 3; 2 -> 0, 1, 3;
+# 3 -> 0, 1, 2), for _pool's unrolled loop.
+((_, _, _K10, _L10), (_, _, _K12, _L12), (_, _, _K13, _L13), (_, _, _K20, _L20), (_, _, _K21, _L21),
+ (_, _, _K23, _L23), (_, _, _K30, _L30), (_, _, _K31, _L31), (_, _, _K32, _L32)) = _LATER_STEPS
+
+
 def _pool(entropy: Sequence[int]) -> list[int]:
-    """``SeedSequence(entropy).pool`` for at most four words < 2**32 (numpy's ``mix_entropy``)."""
+    """``SeedSequence(entropy).pool`` for at most four words < 2**32 (numpy's ``mix_entropy``).
+
+    The nine steps after the first source's are unrolled on local names (each hashes the source
+    word and mixes it into the destination): a loop over the step table spent a third of its
+    time indexing the pool and unpacking the table, and this runs every turn.
+    """
     w0, w1, w2, w3 = list(entropy) + [0] * (_POOL - len(entropy))
     p0, hashed0, p2, p3 = _first_stage(w0, w2, w3)
-    pool = [p0, _mix(_hashmix(w1, *_MIX_A[1]), hashed0), p2, p3]
-    for src, dst, pre, post in _LATER_STEPS:
-        value = ((pool[src] ^ pre) * post) & _M32
-        mixed = (_MIX_L * pool[dst] - _MIX_R * (value ^ (value >> 16))) & _M32
-        pool[dst] = mixed ^ (mixed >> 16)
-    return pool
+    m32, mix_l, mix_r = _M32, _MIX_L, _MIX_R
+    p1 = _mix(_hashmix(w1, *_MIX_A[1]), hashed0)
+    h = ((p1 ^ _K10) * _L10) & m32
+    v = (mix_l * p0 - mix_r * (h ^ (h >> 16))) & m32
+    p0 = v ^ (v >> 16)
+    h = ((p1 ^ _K12) * _L12) & m32
+    v = (mix_l * p2 - mix_r * (h ^ (h >> 16))) & m32
+    p2 = v ^ (v >> 16)
+    h = ((p1 ^ _K13) * _L13) & m32
+    v = (mix_l * p3 - mix_r * (h ^ (h >> 16))) & m32
+    p3 = v ^ (v >> 16)
+    h = ((p2 ^ _K20) * _L20) & m32
+    v = (mix_l * p0 - mix_r * (h ^ (h >> 16))) & m32
+    p0 = v ^ (v >> 16)
+    h = ((p2 ^ _K21) * _L21) & m32
+    v = (mix_l * p1 - mix_r * (h ^ (h >> 16))) & m32
+    p1 = v ^ (v >> 16)
+    h = ((p2 ^ _K23) * _L23) & m32
+    v = (mix_l * p3 - mix_r * (h ^ (h >> 16))) & m32
+    p3 = v ^ (v >> 16)
+    h = ((p3 ^ _K30) * _L30) & m32
+    v = (mix_l * p0 - mix_r * (h ^ (h >> 16))) & m32
+    p0 = v ^ (v >> 16)
+    h = ((p3 ^ _K31) * _L31) & m32
+    v = (mix_l * p1 - mix_r * (h ^ (h >> 16))) & m32
+    p1 = v ^ (v >> 16)
+    h = ((p3 ^ _K32) * _L32) & m32
+    v = (mix_l * p2 - mix_r * (h ^ (h >> 16))) & m32
+    p2 = v ^ (v >> 16)
+    return [p0, p1, p2, p3]
 
 
 def _state_words(pool: list[int]) -> list[int]:
