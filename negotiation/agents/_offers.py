@@ -100,10 +100,13 @@ def _scan_levels(history: tuple[Message, ...], role: Role, start: int, levels: d
 _Plan = tuple[dict[str, Any], tuple[tuple[str, float, bool, float, float, bool, float, Any], ...]]
 _PLANS: dict[tuple[int, int], tuple[Domain, PartyPrefs, _Plan]] = {}
 _MAX_PLANS = 4096
-# Offers made, by (domain id, preferences id, target, asked items); the entry holds the domain and
-# preferences (so an id is never reused while cached) and the types of the target and values.
-_OFFERS: dict[tuple, tuple[Domain, PartyPrefs, tuple[type, ...], dict[str, Any]]] = {}
+# Offers made, by (id of the plan, target, asked items), with the types of the target and values.
+# A plan id is unique while _PLANS holds the plan, and _OFFERS is cleared with _PLANS. Entries hold
+# only atoms (no domain or preferences), so the collector untracks them and never rescans them.
+_OFFERS: dict[tuple, tuple[tuple[type, ...], dict[str, Any]]] = {}
 _MAX_OFFERS = 4096
+_OFFERS_SEEN: set[int] = set()
+"""Hashes of keys met once: an offer is stored the second time its key is met."""
 
 
 def _concession_plan(domain: Domain, prefs: PartyPrefs) -> _Plan:
@@ -125,6 +128,7 @@ def _concession_plan(domain: Domain, prefs: PartyPrefs) -> _Plan:
         best[t.name] = term_value(t, role, 1.0) if t.is_continuous else prefs.preferred[t.name]
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
+        _OFFERS.clear()  # keyed by plan ids, which are unique only while the plans are held
     plan = (best, tuple(steps))
     _PLANS[key] = (domain, prefs, plan)
     return plan
@@ -149,21 +153,34 @@ def offer_at_target(domain: Domain, prefs: PartyPrefs, target: float,
     at the same turn of every episode it plays in one scenario. Entries are matched on the
     types of the target and the values too (``True == 1 == 1.0`` as keys, not in an offer).
     """
-    key = (id(domain), id(prefs), target, tuple(asked.items()))
+    plan = _concession_plan(domain, prefs)
+    key = (id(plan), target, tuple(asked.items()))
     try:
         hit = _OFFERS.get(key)
     except TypeError:  # an unhashable asked value: no memo
-        return _build_offer(*_concession_plan(domain, prefs), target, asked)
+        return _build_offer(*plan, target, asked)
     types = (type(target), *map(type, asked.values()))
-    if hit is not None and hit[0] is domain and hit[1] is prefs and hit[2] == types:
-        return dict(hit[3])
-    offer = _build_offer(*_concession_plan(domain, prefs), target, asked)
-    if _memoizable(asked, types[1:]):
+    if hit is not None and hit[0] == types:
+        return dict(hit[1])
+    offer = _build_offer(*plan, target, asked)
+    if _memoizable(asked, types[1:]) and _seen_twice(hash(key)):
         if len(_OFFERS) >= _MAX_OFFERS:
             _OFFERS.clear()
-        _OFFERS[key] = (domain, prefs, types, offer)
+        _OFFERS[key] = (types, offer)
         return dict(offer)
     return offer
+
+
+def _seen_twice(key_hash: int) -> bool:
+    """Whether a key with this hash was met before (then its offer is stored); records it if not.
+    Storing one-off offers kept them alive and made the collector run more often (an int is no
+    tracked object)."""
+    if key_hash in _OFFERS_SEEN:
+        return True
+    if len(_OFFERS_SEEN) >= 4 * _MAX_OFFERS:
+        _OFFERS_SEEN.clear()
+    _OFFERS_SEEN.add(key_hash)
+    return False
 
 
 def _build_offer(best: dict[str, Any], steps: tuple, target: float, asked: Mapping[str, Any]) -> dict[str, Any]:

@@ -260,10 +260,11 @@ def valid_text(text: Any) -> str:
 
 
 # Parses of short messages, by text: templated agents (scripted, policy) say the same messages
-# again and again. Only parses whose term values are immutable scalars are kept, and every caller
-# gets its own flags dict, so nothing a caller holds is shared with the memo or another caller.
-_PARSED: dict[str, ParsedTurn] = {}
+# again and again. Only parses whose term values are immutable scalars are kept, as a tuple of
+# atoms (the collector untracks it), and every caller gets its own ParsedTurn and flags dict.
+_PARSED: dict[str, tuple] = {}
 _MAX_PARSED, _MEMO_CHARS = 4096, 4096
+_PARSED_SEEN: set[int] = set()  # hashes of texts met once
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -280,13 +281,25 @@ def parse_message(text: Any) -> ParsedTurn:
         return _parse_valid(text)
     hit = _PARSED.get(text)
     if hit is None:
-        hit = _parse_valid(text)
-        if not all(type(value) in _SCALARS for _, value in hit.terms):
-            return hit
+        parsed = _parse_valid(text)
+        if not _seen_twice(text) or not all(type(value) in _SCALARS for _, value in parsed.terms):
+            return parsed
         if len(_PARSED) >= _MAX_PARSED:
             _PARSED.clear()
-        _PARSED[text] = hit
-    return ParsedTurn(hit.ok, hit.action, hit.terms, hit.prose, hit.error, hit.notes, dict(hit.flags))
+        hit = _PARSED[text] = (parsed.ok, parsed.action, parsed.terms, parsed.prose, parsed.error,
+                               parsed.notes, tuple(parsed.flags.items()))
+    return ParsedTurn(*hit[:6], dict(hit[6]))
+
+
+def _seen_twice(text: str) -> bool:
+    # A text is stored the second time it is met: storing every one-off message kept it alive
+    # and made the collector run more often (a str's hash is an int, no tracked object).
+    if hash(text) in _PARSED_SEEN:
+        return True
+    if len(_PARSED_SEEN) >= 4 * _MAX_PARSED:
+        _PARSED_SEEN.clear()
+    _PARSED_SEEN.add(hash(text))
+    return False
 
 
 def _parse_valid(text: str) -> ParsedTurn:

@@ -106,6 +106,7 @@ def _plan(domain: Domain, prefs: PartyPrefs) -> tuple[_Row, ...]:
                      prefs.preferred.get(term.name), term.level_by_folded))
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
+        _SUMS.clear()  # keyed by plan ids, which are unique only while the plans are held
     plan = tuple(rows)
     _PLANS[key] = (domain, prefs, plan)
     return plan
@@ -113,31 +114,49 @@ def _plan(domain: Domain, prefs: PartyPrefs) -> tuple[_Row, ...]:
 
 _ABSENT = object()
 _Sums = tuple[float, float, float, int, int]
-# Sums already made, by (domain id, preferences id, ledger items); the entry holds the domain,
-# the preferences and the values' types. Equal values of equal builtin scalar types score alike
-# (-0.0 and 0.0 included), but True == 1 == 1.0 do not (a bool is no number, a number no binary
-# level): a hit must match the types too. Agents score the same ledgers turn after turn.
-_SUMS: dict[tuple, tuple[Domain, PartyPrefs, tuple[type, ...], _Sums]] = {}
+# Sums already made, by (id of the party's plan, ledger items), with the values' types: equal
+# values of equal builtin scalar types score alike (-0.0 and 0.0 included), but True == 1 == 1.0
+# do not (a bool is no number, a number no binary level), so a hit must match the types too.
+# A plan id is unique while _PLANS holds the plan, and _SUMS is cleared with _PLANS. Entries hold
+# only atoms (no domain or preferences), so the collector untracks them and never rescans them.
+# Agents score the same ledgers turn after turn.
+_SUMS: dict[tuple[int, tuple], tuple[tuple[type, ...], _Sums]] = {}
 _MAX_SUMS = 4096
+_SUMS_SEEN: set[int] = set()
+"""Hashes of keys met once: an entry is stored the second time its key is met."""
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> _Sums:
     """``_feature_sums``, memoized on ledgers of builtin scalars."""
-    key = (id(domain), id(prefs), tuple(ledger.items()))
+    key = (id(_plan(domain, prefs)), tuple(ledger.items()))
     try:
         hit = _SUMS.get(key)
     except TypeError:  # an unhashable value (a list from hostile JSON): no memo
         return _feature_sums(domain, prefs, ledger)
     types = tuple(map(type, ledger.values()))
-    if hit is not None and hit[0] is domain and hit[1] is prefs and hit[2] == types:
-        return hit[3]
+    if hit is not None and hit[0] == types:
+        return hit[1]
     sums = _feature_sums(domain, prefs, ledger)
-    if _SCALARS.issuperset(types):
+    if _SCALARS.issuperset(types) and _seen_twice(hash(key), _SUMS_SEEN):
         if len(_SUMS) >= _MAX_SUMS:
             _SUMS.clear()
-        _SUMS[key] = (domain, prefs, types, sums)
+        _SUMS[key] = (types, sums)
     return sums
+
+
+def _seen_twice(key_hash: int, seen: set[int]) -> bool:
+    """Whether a key with this hash was met before (then it is worth storing); records it if not.
+
+    A memo entry is kept alive, so storing every one-off ledger made the collector run more often
+    and promote live episode objects into full passes; an int is no tracked object.
+    """
+    if key_hash in seen:
+        return True
+    if len(seen) >= 4 * _MAX_SUMS:
+        seen.clear()
+    seen.add(key_hash)
+    return False
 
 
 def _feature_sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> _Sums:

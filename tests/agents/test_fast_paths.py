@@ -91,7 +91,8 @@ def test_score_and_u_tilde_equal_the_plain_feature_sum(domain, seed, role, data)
     got = (score.u, score.u_tilde, score.distributive, score.integrative, score.n_off_schema,
            score.n_invalid, score.n_out_of_range)
     assert got == _reference_score(domain, prefs, ledger)
-    assert u_tilde(domain, prefs, ledger) == score.u_tilde  # a memo hit, for a ledger of scalars
+    assert u_tilde(domain, prefs, ledger) == score.u_tilde  # stored the second time (scalars)
+    assert u_tilde(domain, prefs, ledger) == score.u_tilde  # a memo hit the third
 
 
 @settings(max_examples=200, deadline=None)
@@ -102,10 +103,11 @@ def test_memoized_scores_never_mix_up_equal_values_of_other_types(domain, seed, 
     names = data.draw(st.lists(st.sampled_from(domain.term_names), min_size=1, max_size=3, unique=True))
     for values in data.draw(st.permutations([1, 1.0, True, 0, 0.0, -0.0, False])):
         ledger = {name: values for name in names}
-        score = score_prefs(domain, prefs, ledger)
-        got = (score.u, score.u_tilde, score.distributive, score.integrative, score.n_off_schema,
-               score.n_invalid, score.n_out_of_range)
-        assert repr(got) == repr(_reference_score(domain, prefs, ledger))
+        for _ in range(3):  # stored the second time, a memo hit the third
+            score = score_prefs(domain, prefs, ledger)
+            got = (score.u, score.u_tilde, score.distributive, score.integrative, score.n_off_schema,
+                   score.n_invalid, score.n_out_of_range)
+            assert repr(got) == repr(_reference_score(domain, prefs, ledger))
 
 
 def _reference_offer(domain, prefs, target, asked):
@@ -141,8 +143,8 @@ def test_offer_at_target_equals_the_plain_construction(domain, seed, role, targe
     prefs = make_scenario(domain, seed).prefs(role)
     asked = data.draw(_ledgers(domain))
     expected = _typed(_reference_offer(domain, prefs, target, asked))
-    assert _typed(offer_at_target(domain, prefs, target, asked)) == expected
-    assert _typed(offer_at_target(domain, prefs, target, asked)) == expected  # a memo hit, when keyed
+    for _ in range(3):  # stored the second time, a memo hit the third, where memoizable
+        assert _typed(offer_at_target(domain, prefs, target, asked)) == expected
 
 
 def _typed(offer):
@@ -158,7 +160,8 @@ def test_memoized_offers_never_mix_up_equal_keys_of_other_types(seed, target, da
     name = data.draw(st.sampled_from(CAR.term_names))
     for value in data.draw(st.permutations([1, 1.0, True, 0, 0.0, -0.0, False, "1"])):
         asked = {name: value}
-        assert _typed(offer_at_target(CAR, prefs, target, asked)) == _typed(_reference_offer(CAR, prefs, target, asked))
+        for _ in range(3):
+            assert _typed(offer_at_target(CAR, prefs, target, asked)) == _typed(_reference_offer(CAR, prefs, target, asked))
 
 
 def test_offer_plans_follow_the_preferences_object():
