@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Mapping
 
@@ -51,8 +52,12 @@ def _phi_of(lo: float, hi: float, prefers_high: bool, value: Any) -> float:
 # plus the turns played since, so the scan resumes where it stopped instead of rereading every
 # ledger of the episode each turn (which made a T-round episode quadratic in T). The entry
 # holds the history it was computed from, so a first message's id is never reused while cached.
-_LEVELS: dict[tuple[int, str], tuple[tuple[Message, ...], dict[str, Any]]] = {}
-_MAX_LEVELS = 4096
+# The least recently used entry goes first: an entry keeps its whole episode alive, and a few
+# thousand finished episodes kept alive made every full garbage collection scan them (a tenth of
+# a scripted episode's time); 512 still covers the lockstep batches of training (128 episodes).
+# An OrderedDict: dropping a plain dict's first key again and again rescans the dead slots before it.
+_LEVELS: OrderedDict[tuple[int, str], tuple[tuple[Message, ...], dict[str, Any]]] = OrderedDict()
+_MAX_LEVELS = 512
 
 
 def counterpart_levels(history: tuple[Message, ...], role: Role) -> dict[str, Any]:
@@ -70,11 +75,12 @@ def counterpart_levels(history: tuple[Message, ...], role: Role) -> dict[str, An
     if hit is not None:
         prefix, cached = hit
         if len(prefix) <= len(history) and history[:len(prefix)] == prefix:
-            start, levels = len(prefix), dict(cached)
+            start, levels = len(prefix), cached  # extended in place: the entry is replaced below
     levels = _scan_levels(history, role, start, levels)
-    if len(_LEVELS) >= _MAX_LEVELS:
-        _LEVELS.clear()
     _LEVELS[key] = (history, levels)
+    _LEVELS.move_to_end(key)  # the order is the order of use
+    if len(_LEVELS) > _MAX_LEVELS:
+        _LEVELS.popitem(last=False)
     return dict(levels)
 
 
@@ -94,6 +100,13 @@ def _scan_levels(history: tuple[Message, ...], role: Role, start: int, levels: d
 _Plan = tuple[dict[str, Any], tuple[tuple[str, float, bool, float, float, bool, float, Any], ...]]
 _PLANS: dict[tuple[int, int], tuple[Domain, PartyPrefs, _Plan]] = {}
 _MAX_PLANS = 4096
+# Offers made, by (id of the plan, target, asked items), with the types of the target and values.
+# A plan id is unique while _PLANS holds the plan, and _OFFERS is cleared with _PLANS. Entries hold
+# only atoms (no domain or preferences), so the collector untracks them and never rescans them.
+_OFFERS: dict[tuple, tuple[tuple[type, ...], dict[str, Any]]] = {}
+_MAX_OFFERS = 4096
+_OFFERS_SEEN: set[int] = set()
+"""Hashes of keys met once: an offer is stored the second time its key is met."""
 
 
 def _concession_plan(domain: Domain, prefs: PartyPrefs) -> _Plan:
@@ -115,15 +128,62 @@ def _concession_plan(domain: Domain, prefs: PartyPrefs) -> _Plan:
         best[t.name] = term_value(t, role, 1.0) if t.is_continuous else prefs.preferred[t.name]
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
+        _OFFERS.clear()  # keyed by plan ids, which are unique only while the plans are held
     plan = (best, tuple(steps))
     _PLANS[key] = (domain, prefs, plan)
     return plan
 
 
+_OFFER_SCALARS = frozenset({str, int, bool, float})
+
+
+def _memoizable(asked: Mapping[str, Any], types: tuple[type, ...]) -> bool:
+    """Whether an offer built for ``asked`` may be stored: builtin scalars only, and no float
+    zero (``-0.0 == 0.0`` as keys, but an offer may hold the asked value and JSON writes them
+    apart). A later hit has equal values of the same types, so it holds no float zero either."""
+    return _OFFER_SCALARS.issuperset(types) and (
+        float not in types or not any(type(v) is float and v == 0.0 for v in asked.values()))
+
+
 def offer_at_target(domain: Domain, prefs: PartyPrefs, target: float,
                     asked: Mapping[str, Any]) -> dict[str, Any]:
-    """A full contract with own ``Ũ`` as close to ``target`` from above as the concessions allow."""
-    best, steps = _concession_plan(domain, prefs)
+    """A full contract with own ``Ũ`` as close to ``target`` from above as the concessions allow.
+
+    A pure function of its inputs, memoized: an agent meets the same target and asked levels
+    at the same turn of every episode it plays in one scenario. Entries are matched on the
+    types of the target and the values too (``True == 1 == 1.0`` as keys, not in an offer).
+    """
+    plan = _concession_plan(domain, prefs)
+    key = (id(plan), target, tuple(asked.items()))
+    try:
+        hit = _OFFERS.get(key)
+    except TypeError:  # an unhashable asked value: no memo
+        return _build_offer(*plan, target, asked)
+    types = (type(target), *map(type, asked.values()))
+    if hit is not None and hit[0] == types:
+        return dict(hit[1])
+    offer = _build_offer(*plan, target, asked)
+    if _memoizable(asked, types[1:]) and _seen_twice(hash(key)):
+        if len(_OFFERS) >= _MAX_OFFERS:
+            _OFFERS.clear()
+        _OFFERS[key] = (types, offer)
+        return dict(offer)
+    return offer
+
+
+def _seen_twice(key_hash: int) -> bool:
+    """Whether a key with this hash was met before (then its offer is stored); records it if not.
+    Storing one-off offers kept them alive and made the collector run more often (an int is no
+    tracked object)."""
+    if key_hash in _OFFERS_SEEN:
+        return True
+    if len(_OFFERS_SEEN) >= 4 * _MAX_OFFERS:
+        _OFFERS_SEEN.clear()
+    _OFFERS_SEEN.add(key_hash)
+    return False
+
+
+def _build_offer(best: dict[str, Any], steps: tuple, target: float, asked: Mapping[str, Any]) -> dict[str, Any]:
     offer = dict(best)
     u = 1.0
     for name, w, continuous, lo, hi, high, step, preferred in steps:

@@ -29,23 +29,32 @@ def humanize(name: str) -> str:
     return name.replace("_", " ")
 
 
-# Per domain, what a phrase needs of each term: (kind, spoken name, unit, unit for a value of 1).
-_PHRASE_PARTS: dict[int, tuple[Domain, dict[str, tuple[str, str, str, str]]]] = {}
+# Per domain, what a phrase needs of each term: (kind, spoken name, unit, unit for a value of 1),
+# and a memo of spoken terms: (name, type of value, value) -> (phrase, JSON term object).
+_Parts = dict[str, tuple[str, str, str, str]]
+_Spoken = dict[tuple[str, type, Any], tuple[str, str]]
+_PHRASE_PARTS: dict[int, tuple[Domain, _Parts, _Spoken]] = {}
+_MAX_SPOKEN = 4096
+"""Spoken terms memoized per domain; the memo starts over when full."""
 
 
-def _phrase_parts(domain: Domain) -> dict[str, tuple[str, str, str, str]]:
+def _domain_prose(domain: Domain) -> tuple[Domain, _Parts, _Spoken]:
     """Built once per domain (every message speaks several terms); keyed by identity, the entry
     holds the domain so an id is never reused."""
     hit = _PHRASE_PARTS.get(id(domain))
     if hit is not None and hit[0] is domain:
-        return hit[1]
+        return hit
     parts = {}
     for term in domain.terms:
         unit = term.unit or ""
         singular = unit[:-1] if unit.endswith("s") and unit.isalpha() else unit  # "1 day", not "1 days"
         parts[term.name] = (term.kind, humanize(term.name), unit, singular)
-    _PHRASE_PARTS[id(domain)] = (domain, parts)
-    return parts
+    entry = _PHRASE_PARTS[id(domain)] = (domain, parts, {})
+    return entry
+
+
+def _phrase_parts(domain: Domain) -> _Parts:
+    return _domain_prose(domain)[1]
 
 
 def term_phrase(domain: Domain, name: str, value: Any) -> str:
@@ -91,6 +100,19 @@ def _json_scalar(value: Any) -> str | None:
     return None
 
 
+def _json_term(name: Any, value: Any) -> str | None:
+    """``json.dumps({"name": name, "value": value})`` for a str name and a scalar value, else None."""
+    scalar = _json_scalar(value)
+    if scalar is None or type(name) is not str:
+        return None
+    return f'{{"name": {_JSON_STRING(name)}, "value": {scalar}}}'
+
+
+def _json_action(action: str, items: Sequence[str], notes: str) -> str:
+    return (f'{{"action": {_JSON_STRING(action)}, "terms": [{", ".join(items)}], '
+            f'"notes": {_JSON_STRING(notes)}}}')
+
+
 def action_json(action: str, terms: Sequence[tuple[str, Any]], notes: str = "") -> str:
     """The JSON action, exactly as ``json.dumps`` writes it (default separators, ASCII).
 
@@ -99,25 +121,55 @@ def action_json(action: str, terms: Sequence[tuple[str, Any]], notes: str = "") 
     """
     items = []
     for name, value in terms:
-        scalar = _json_scalar(value)
-        if scalar is None or type(name) is not str:
+        item = _json_term(name, value)
+        if item is None:
             payload = {"action": action, "terms": [{"name": n, "value": v} for n, v in terms], "notes": notes}
             return json.dumps(payload)
-        items.append(f'{{"name": {_JSON_STRING(name)}, "value": {scalar}}}')
-    return (f'{{"action": {_JSON_STRING(action)}, "terms": [{", ".join(items)}], '
-            f'"notes": {_JSON_STRING(notes)}}}')
+        items.append(item)
+    return _json_action(action, items, notes)
+
+
+def _spoken_key(name: Any, value: Any) -> tuple[str, type, Any] | None:
+    """A memo key only equal terms share, or None: the value's type is part of it (``True == 1
+    == 1.0`` as keys but are spoken apart), and a float zero (``-0.0 == 0.0``, written apart) or
+    a non-finite float is not keyed, nor anything but a str name with a str, int, bool or float."""
+    kind = type(value)
+    if type(name) is not str or (kind is float and (not value or not math.isfinite(value))):
+        return None
+    if kind is str or kind is int or kind is bool or kind is float:
+        return name, kind, value
+    return None
+
+
+def _spoken_terms(domain: Domain, terms: Sequence[tuple[str, Any]]) -> tuple[list[str], str]:
+    """The phrases speaking ``terms`` and their COUNTER action: what ``term_phrase`` and
+    ``action_json`` give, memoized per domain (the same terms recur turn after turn)."""
+    _, parts, spoken = _domain_prose(domain)
+    phrases, items = [], []
+    for name, value in terms:
+        key = _spoken_key(name, value)
+        hit = spoken.get(key) if key is not None else None
+        if hit is None:
+            hit = (_phrase(parts, name, value), _json_term(name, value))
+            if key is not None:
+                if len(spoken) >= _MAX_SPOKEN:
+                    spoken.clear()
+                spoken[key] = hit
+        phrases.append(hit[0])
+        items.append(hit[1])
+    action = _json_action("COUNTER", items, "") if None not in items else action_json("COUNTER", terms)
+    return phrases, action
 
 
 def render_counter(domain: Domain, role: Role, terms: Sequence[tuple[str, Any]],
                    rng: TurnRandom, *, opening: bool, holding: bool = False) -> str:
     """Two or three sentences naming ``terms``, then the COUNTER action."""
     lead = _OPEN[role][rng.integers(len(_OPEN[role]))] + " " if opening or rng.random() < 0.3 else ""
-    parts = _phrase_parts(domain)
-    phrases = [_phrase(parts, n, v) for n, v in terms]
+    phrases, action = _spoken_terms(domain, terms)
     verb = _HOLD[rng.integers(len(_HOLD))] if holding else _COUNTER_LEAD[rng.integers(len(_COUNTER_LEAD))]
     body = f"{verb} {_join(phrases)}."
     close = _CLOSE[rng.integers(len(_CLOSE))]
-    return f"{lead}{body} {close}\n{action_json('COUNTER', terms)}"
+    return f"{lead}{body} {close}\n{action}"
 
 
 def render_accept(rng: TurnRandom) -> str:

@@ -22,7 +22,7 @@ from negotiation.env._domain import Role
 from negotiation.env._parse import ParsedTurn, parse_message, valid_text
 from negotiation.env._record import frozen_record
 from negotiation.env._scenario import Scenario
-from negotiation.env._utility import INVALID, Score, canonical_value, score_ledger
+from negotiation.env._utility import Score, score_ledger, term_issues
 from negotiation.env._view import Agent, Message, Reply, View, arespond
 
 Outcome = Literal["deal", "no_deal"]
@@ -125,22 +125,6 @@ def bad_turns(turns: Sequence[TurnRecord], role: Role | None = None) -> int:
     return sum(1 for t in turns if not t.ok and (role is None or t.role == role))
 
 
-def _count_term_issues(scenario: Scenario, terms: tuple[tuple[str, Any], ...]) -> tuple[int, int, int]:
-    index = scenario.domain.term_index
-    off = inv = oor = 0
-    for name, value in terms:
-        term = index.get(name)
-        if term is None:
-            off += 1
-            continue
-        canon = canonical_value(term, value)
-        if canon is INVALID:
-            inv += 1
-        elif term.is_continuous and not term.range[0] <= canon <= term.range[1]:  # type: ignore[index]
-            oor += 1
-    return off, inv, oor
-
-
 class Negotiation:
     """One episode in progress."""
 
@@ -213,7 +197,7 @@ class Negotiation:
         return True, None
 
     def _record(self, role: Role, reply: Reply, parsed: ParsedTurn, ok: bool, error: str | None) -> TurnRecord:
-        off, inv, oor = _count_term_issues(self.scenario, parsed.terms)
+        off, inv, oor = term_issues(self.scenario.domain, parsed.terms)
         self._ledger_after = MappingProxyType(dict(self.ledger))
         return TurnRecord(len(self.turns) + 1, role, reply.text, parsed.prose, ok,
                           parsed.action if ok else None, parsed.terms, error,

@@ -259,6 +259,15 @@ def valid_text(text: Any) -> str:
     return text
 
 
+# Parses of short messages, by text: templated agents (scripted, policy) say the same messages
+# again and again. Only parses whose term values are immutable scalars are kept, as a tuple of
+# atoms (the collector untracks it), and every caller gets its own ParsedTurn and flags dict.
+_PARSED: dict[str, tuple] = {}
+_MAX_PARSED, _MEMO_CHARS = 4096, 4096
+_PARSED_SEEN: set[int] = set()  # hashes of texts met once
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def parse_message(text: Any) -> ParsedTurn:
     """Parse one message; never raises, time linear in ``len(text)``.
 
@@ -268,6 +277,33 @@ def parse_message(text: Any) -> ParsedTurn:
     Lone surrogates (which no file format can store) are replaced by U+FFFD.
     """
     text = valid_text(text)
+    if len(text) > _MEMO_CHARS or type(text) is not str:  # a str subclass may compare as it likes
+        return _parse_valid(text)
+    hit = _PARSED.get(text)
+    if hit is None:
+        parsed = _parse_valid(text)
+        if not _seen_twice(text) or not all(type(value) in _SCALARS for _, value in parsed.terms):
+            return parsed
+        if len(_PARSED) >= _MAX_PARSED:
+            _PARSED.clear()
+        hit = _PARSED[text] = (parsed.ok, parsed.action, parsed.terms, parsed.prose, parsed.error,
+                               parsed.notes, tuple(parsed.flags.items()))
+    return ParsedTurn(*hit[:6], dict(hit[6]))
+
+
+def _seen_twice(text: str) -> bool:
+    # A text is stored the second time it is met: storing every one-off message kept it alive
+    # and made the collector run more often (a str's hash is an int, no tracked object).
+    if hash(text) in _PARSED_SEEN:
+        return True
+    if len(_PARSED_SEEN) >= 4 * _MAX_PARSED:
+        _PARSED_SEEN.clear()
+    _PARSED_SEEN.add(hash(text))
+    return False
+
+
+def _parse_valid(text: str) -> ParsedTurn:
+    """``parse_message`` of a text ``valid_text`` returns as it is, without the memo."""
     too_long = len(text) > _MAX_CHARS
     if too_long:
         text = text[:_MAX_CHARS]

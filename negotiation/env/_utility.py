@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from negotiation.env._domain import Domain, Role, Term
 from negotiation.env._record import frozen_record
@@ -106,15 +106,60 @@ def _plan(domain: Domain, prefs: PartyPrefs) -> tuple[_Row, ...]:
                      prefs.preferred.get(term.name), term.level_by_folded))
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
+        _SUMS.clear()  # keyed by plan ids, which are unique only while the plans are held
     plan = tuple(rows)
     _PLANS[key] = (domain, prefs, plan)
     return plan
 
 
 _ABSENT = object()
+_Sums = tuple[float, float, float, int, int]
+# Sums already made, by (id of the party's plan, ledger items), with the values' types: equal
+# values of equal builtin scalar types score alike (-0.0 and 0.0 included), but True == 1 == 1.0
+# do not (a bool is no number, a number no binary level), so a hit must match the types too.
+# A plan id is unique while _PLANS holds the plan, and _SUMS is cleared with _PLANS. Entries hold
+# only atoms (no domain or preferences), so the collector untracks them and never rescans them.
+# Agents score the same ledgers turn after turn.
+_SUMS: dict[tuple[int, tuple], tuple[tuple[type, ...], _Sums]] = {}
+_MAX_SUMS = 4096
+_SUMS_SEEN: set[int] = set()
+"""Hashes of keys met once: an entry is stored the second time its key is met."""
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> tuple[float, float, float, int, int]:
+def _sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> _Sums:
+    """``_feature_sums``, memoized on ledgers of builtin scalars."""
+    key = (id(_plan(domain, prefs)), tuple(ledger.items()))
+    try:
+        hit = _SUMS.get(key)
+    except TypeError:  # an unhashable value (a list from hostile JSON): no memo
+        return _feature_sums(domain, prefs, ledger)
+    types = tuple(map(type, ledger.values()))
+    if hit is not None and hit[0] == types:
+        return hit[1]
+    sums = _feature_sums(domain, prefs, ledger)
+    if _SCALARS.issuperset(types) and _seen_twice(hash(key), _SUMS_SEEN):
+        if len(_SUMS) >= _MAX_SUMS:
+            _SUMS.clear()
+        _SUMS[key] = (types, sums)
+    return sums
+
+
+def _seen_twice(key_hash: int, seen: set[int]) -> bool:
+    """Whether a key with this hash was met before (then it is worth storing); records it if not.
+
+    A memo entry is kept alive, so storing every one-off ledger made the collector run more often
+    and promote live episode objects into full passes; an int is no tracked object.
+    """
+    if key_hash in seen:
+        return True
+    if len(seen) >= 4 * _MAX_SUMS:
+        seen.clear()
+    seen.add(key_hash)
+    return False
+
+
+def _feature_sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> _Sums:
     """``(U, distributive, integrative, n_invalid, n_out_of_range)`` of ``ledger`` for ``prefs``.
 
     ``feature`` per named term, summed in domain order; the loop inlines it (same arithmetic,
@@ -156,6 +201,40 @@ def _sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> tuple
         else:
             integ += w * (phi + 1.0) / 2.0
     return u, dist, integ, n_invalid, n_oor
+
+
+# Per domain, what checking a named term needs: name -> (kind code, lo, hi, level_by_folded).
+_CHECKS: dict[int, tuple[Domain, dict[str, tuple[int, float, float, Mapping[str, Any]]]]] = {}
+
+
+def term_issues(domain: Domain, terms: Iterable[tuple[str, Any]]) -> tuple[int, int, int]:
+    """``(off schema, invalid, out of range)`` among named ``terms``: ``canonical_value`` per
+    term and the range check, inlined on flat rows (the engine asks it every turn)."""
+    hit = _CHECKS.get(id(domain))
+    if hit is None or hit[0] is not domain:
+        rows = {t.name: (_KIND_CODE[t.kind], *(t.range if t.is_continuous else (0.0, 1.0)), t.level_by_folded)
+                for t in domain.terms}
+        hit = _CHECKS[id(domain)] = (domain, rows)  # domains are few; the entry holds its domain
+    rows, off = hit[1], 0
+    inv = oor = 0
+    for name, value in terms:
+        row = rows.get(name)
+        if row is None:
+            off += 1
+            continue
+        kind, lo, hi, folded = row
+        if kind == 0:
+            number = type(value)
+            if not (math.isfinite(value) if number is float else -_FLOAT_MAX <= value <= _FLOAT_MAX
+                    if number is int else _is_number(value)):
+                inv += 1
+            elif not lo <= float(value) <= hi:
+                oor += 1
+        elif kind == 1:
+            inv += not isinstance(value, bool)
+        else:
+            inv += not isinstance(value, str) or value.strip().casefold() not in folded
+    return off, inv, oor
 
 
 def score_prefs(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> Score:

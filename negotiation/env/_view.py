@@ -15,7 +15,12 @@ def ledger_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[
     order: what one turn changed on the ledger (the prompt's "Table changes", a scripted
     buyer's reading of the counterpart's wishes, the policy's features, the viewer's and the
     strategy table's concessions all read this one rule)."""
-    return {name: value for name, value in after.items() if name not in before or before[name] != value}
+    # One look-up a term: a name ``before`` lacks reads as _ABSENT, which no value equals.
+    held = before.get
+    return {name: value for name, value in after.items() if held(name, _ABSENT) != value}
+
+
+_ABSENT = object()
 
 
 @frozen_record

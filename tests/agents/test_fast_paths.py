@@ -10,7 +10,7 @@ import json
 
 from hypothesis import given, settings, strategies as st
 
-from negotiation.agents import action_json, offer_at_target, term_phrase
+from negotiation.agents import action_json, offer_at_target, render_counter, term_phrase
 from negotiation.agents._prose import humanize
 from negotiation.env import INVALID, canonical_value, feature, load_domains, make_scenario, score_prefs, u_tilde
 from car_prefs import CAR, SELLER
@@ -91,7 +91,23 @@ def test_score_and_u_tilde_equal_the_plain_feature_sum(domain, seed, role, data)
     got = (score.u, score.u_tilde, score.distributive, score.integrative, score.n_off_schema,
            score.n_invalid, score.n_out_of_range)
     assert got == _reference_score(domain, prefs, ledger)
-    assert u_tilde(domain, prefs, ledger) == score.u_tilde
+    assert u_tilde(domain, prefs, ledger) == score.u_tilde  # stored the second time (scalars)
+    assert u_tilde(domain, prefs, ledger) == score.u_tilde  # a memo hit the third
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(DOMAINS), st.integers(0, 2**31), st.sampled_from(["seller", "buyer"]), st.data())
+def test_memoized_scores_never_mix_up_equal_values_of_other_types(domain, seed, role, data):
+    # True == 1 == 1.0 and 0.0 == -0.0 as keys; each ledger scores as the plain sum does.
+    prefs = make_scenario(domain, seed).prefs(role)
+    names = data.draw(st.lists(st.sampled_from(domain.term_names), min_size=1, max_size=3, unique=True))
+    for values in data.draw(st.permutations([1, 1.0, True, 0, 0.0, -0.0, False])):
+        ledger = {name: values for name in names}
+        for _ in range(3):  # stored the second time, a memo hit the third
+            score = score_prefs(domain, prefs, ledger)
+            got = (score.u, score.u_tilde, score.distributive, score.integrative, score.n_off_schema,
+                   score.n_invalid, score.n_out_of_range)
+            assert repr(got) == repr(_reference_score(domain, prefs, ledger))
 
 
 def _reference_offer(domain, prefs, target, asked):
@@ -126,9 +142,26 @@ def _reference_offer(domain, prefs, target, asked):
 def test_offer_at_target_equals_the_plain_construction(domain, seed, role, target, data):
     prefs = make_scenario(domain, seed).prefs(role)
     asked = data.draw(_ledgers(domain))
-    offer = offer_at_target(domain, prefs, target, asked)
-    expected = _reference_offer(domain, prefs, target, asked)
-    assert list(offer.items()) == list(expected.items())
+    expected = _typed(_reference_offer(domain, prefs, target, asked))
+    for _ in range(3):  # stored the second time, a memo hit the third, where memoizable
+        assert _typed(offer_at_target(domain, prefs, target, asked)) == expected
+
+
+def _typed(offer):
+    # repr tells apart what == does not (True and 1, -0.0 and 0.0) and JSON writes apart
+    return [(name, type(value), repr(value)) for name, value in offer.items()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**31), st.floats(0.0, 1.0), st.data())
+def test_memoized_offers_never_mix_up_equal_keys_of_other_types(seed, target, data):
+    # Values that compare equal across types, asked in turn: each offer is the one built afresh.
+    prefs = make_scenario(CAR, seed).prefs("seller")
+    name = data.draw(st.sampled_from(CAR.term_names))
+    for value in data.draw(st.permutations([1, 1.0, True, 0, 0.0, -0.0, False, "1"])):
+        asked = {name: value}
+        for _ in range(3):
+            assert _typed(offer_at_target(CAR, prefs, target, asked)) == _typed(_reference_offer(CAR, prefs, target, asked))
 
 
 def test_offer_plans_follow_the_preferences_object():
@@ -137,3 +170,29 @@ def test_offer_plans_follow_the_preferences_object():
     other = make_scenario(CAR, 12345).seller
     assert offer_at_target(CAR, other, 0.7, {}) == _reference_offer(CAR, other, 0.7, {})
     assert offer_at_target(CAR, SELLER, 0.7, {}) == first
+
+
+def _reference_counter(domain, role, terms, rng, opening, holding):
+    """render_counter as first written: term_phrase per term and json.dumps of the action."""
+    from negotiation.agents import _prose
+
+    lead = _prose._OPEN[role][rng.integers(len(_prose._OPEN[role]))] + " " if opening or rng.random() < 0.3 else ""
+    verbs = _prose._HOLD if holding else _prose._COUNTER_LEAD
+    verb = verbs[rng.integers(len(verbs))]
+    body = f"{verb} {_prose._join([term_phrase(domain, n, v) for n, v in terms])}."
+    payload = {"action": "COUNTER", "terms": [{"name": n, "value": v} for n, v in terms], "notes": ""}
+    return f"{lead}{body} {_prose._CLOSE[rng.integers(len(_prose._CLOSE))]}\n{json.dumps(payload)}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(DOMAINS), st.sampled_from(["seller", "buyer"]), st.integers(0, 2**32 - 1),
+       st.booleans(), st.booleans(), st.data())
+def test_render_counter_equals_phrases_and_json_dumps(domain, role, seed, opening, holding, data):
+    from negotiation.agents._turn_rng import TurnRandom
+
+    names = st.sampled_from([*domain.term_names, "not_a_term"])
+    equal_across_types = st.sampled_from([1, 1.0, True, 0, 0.0, -0.0, False, "1", "None", float("nan")])
+    terms = data.draw(st.lists(st.tuples(names, scalars | equal_across_types), min_size=1, max_size=6))
+    for _ in range(2):  # the second time from the memo, where keyed
+        got = render_counter(domain, role, terms, TurnRandom([seed]), opening=opening, holding=holding)
+        assert got == _reference_counter(domain, role, terms, TurnRandom([seed]), opening, holding)

@@ -1,7 +1,8 @@
 """The parser's shortcuts give what the plain rules give, on open-ended text.
 
 ``_decode_fits`` decodes a message's first object in one window instead of growing windows;
-``_clean_prose`` uses ``str.split``; ``_flags`` skips scans for characters the text lacks.
+``_clean_prose`` uses ``str.split``; ``_flags`` skips scans for characters the text lacks;
+``parse_message`` memoizes short messages.
 Each is compared with the plain rule it replaces, including the decoder work counted toward
 ``too_complex``.
 """
@@ -57,3 +58,15 @@ def test_decode_fits_counts_the_work_the_windows_would():
     assert _parse._decode_fits(text, 6) == _parse._decode_at(text, 6)
     assert _parse._decode_fits(text, 6)[2] == _parse._WINDOW + len(obj)
     assert parse_message(text).ok
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages)
+def test_memoized_parses_equal_fresh_ones_and_share_no_flags(text):
+    fresh = _parse._parse_valid(_parse.valid_text(text)[:_parse._MAX_CHARS]) if len(text) <= _parse._MAX_CHARS else None
+    first, again, hit = parse_message(text), parse_message(text), parse_message(text)  # stored the 2nd time
+    assert repr(first) == repr(again) == repr(hit)
+    if fresh is not None:
+        assert repr(first) == repr(fresh)
+    hit.flags["json_leak"] = "tampered"
+    assert repr(parse_message(text)) == repr(again) and again.flags.get("json_leak") != "tampered"

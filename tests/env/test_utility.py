@@ -112,3 +112,30 @@ def test_u_tilde_in_unit_interval_for_any_ledger(ledger):
         named = sum(1 for k in ledger if toy.domain.has_term(k))
         assert s.n_off_schema == len(ledger) - named
         assert s.n_invalid + s.n_out_of_range <= named
+
+
+def _plain_term_issues(domain, terms):
+    """The engine's count as first written: canonical_value per term, then the range."""
+    off = inv = oor = 0
+    for name, value in terms:
+        if not domain.has_term(name):
+            off += 1
+            continue
+        term = domain.term(name)
+        canon = canonical_value(term, value)
+        if canon is INVALID:
+            inv += 1
+        elif term.is_continuous and not term.range[0] <= canon <= term.range[1]:
+            oor += 1
+    return off, inv, oor
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(
+    st.one_of(st.sampled_from(["price", "days", "volume", "color", "size", "extras", "support"]), st.text(max_size=6)),
+    st.one_of(_VALUES, st.integers(-10**400, 10**400), st.sampled_from([True, False, 1, 0, 1.0, -0.0, " Red ", "RED"]))),
+    max_size=10))
+def test_term_issues_equal_canonical_value_per_term(terms):
+    from negotiation.env._utility import term_issues
+
+    assert term_issues(TOY.domain, terms) == _plain_term_issues(TOY.domain, terms)
