@@ -7,7 +7,7 @@ adapters costs about 0.15 s, more than the rest of ``nego parse``'s start-up tog
 ``Literal`` choice or a list of ``str``, whose conversion is exact without pydantic.
 ``install_plain_params`` gives each such parameter a converter that returns a value only when
 it is sure to be the one typer's adapter returns (a plain digit string for an ``int``, a value
-inside the range); anything else (a bad value, a sign, an underscore, a type not listed) goes
+inside the range); anything else (a bad value, a plus sign, an underscore, a type not listed) goes
 to typer's own adapter, so every error message and every unusual value reads as before.
 ``tests/cli/test_cli_coerce.py`` checks both agree over every parameter of every command.
 
