@@ -1,4 +1,4 @@
-"""MLflow's telemetry and great-expectations' analytics are off unless the user opts in."""
+"""MLflow's telemetry, great-expectations' analytics and pydantic's plugin scan are off unless the user opts in."""
 
 from __future__ import annotations
 
@@ -23,3 +23,19 @@ def test_telemetry_is_off_by_default():
 
 def test_the_user_can_opt_in():
     assert _run(MLFLOW_DISABLE_TELEMETRY="false", GX_ANALYTICS_ENABLED="True") == ["False", "True"]
+
+
+PLUGINS = ("import negotiation, pydantic.plugin._loader as loader, importlib.metadata as m; "
+           "calls = []; real = m.entry_points; loader.entry_points = lambda **k: calls.append(k) or real(**k); "
+           "list(loader.get_plugins()); print(len(calls))")
+
+
+def _plugin_scans(**extra: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    return subprocess.run([sys.executable, "-c", PLUGINS], env={**env, **extra}, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_pydantic_plugins_are_not_looked_for_unless_asked():
+    assert _plugin_scans() == "0"
+    assert _plugin_scans(PYDANTIC_DISABLE_PLUGINS="") == "1"

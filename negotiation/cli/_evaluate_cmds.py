@@ -1,29 +1,35 @@
-"""``nego evaluate`` (ad hoc cells outside DVC) and ``nego serve-standin``.
+"""``nego evaluate``: one ad hoc cell outside DVC.
 
-``evaluate`` exits 0 when the cell finished with no error rows and no blocked pilot gate, 1 when
-error rows remain or a gate stopped a buyer, and 2 on bad input (one ``file:key: reason`` line).
+Exits 0 when the cell finished with no error rows and no blocked pilot gate, 1 when error rows
+remain or a gate stopped a buyer, and 2 on bad input (one ``file:key: reason`` line).
+
+The evaluation harness (pandas, the agents, asyncio) and rich are imported when a cell runs:
+``nego evaluate --help`` needs only the options (``benchmarks/cli_start.py`` times it).
 """
 
 from __future__ import annotations
 
-import asyncio
+from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
 
-from negotiation.agents import RetryPolicy
-from negotiation.errors import ConfigError, NegotiationError, format_validation_error
-from negotiation.evaluation import (
-    FAULT_KINDS, CellProgress, EvaluationResult, Faults, RunOptions, StandinConfig, StandinServer, build_cell,
-    evaluate_cell, parse_backend, parse_buyers, parse_seeds,
-)
+from negotiation.errors import ConfigError, NegotiationError
 from negotiation.names import check_name
-from negotiation.pipeline import StageProgress
 
-_console = Console(stderr=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from negotiation.evaluation import CellProgress, EvaluationResult
+
+
+@lru_cache(maxsize=1)
+def _console() -> Console:
+    """The one console on stderr that the summary lines go to."""
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 def _load_protocol(study: str) -> object:
@@ -44,14 +50,14 @@ def _stats(p: CellProgress) -> str:
 
 def _report(result: EvaluationResult) -> None:
     for label, gate in sorted(result.pilot.items()):
-        _console.print(f"pilot {label}: {gate.decision} ({gate.bad_parses} bad parses in {gate.turns_counted} "
+        _console().print(f"pilot {label}: {gate.decision} ({gate.bad_parses} bad parses in {gate.turns_counted} "
                        f"{gate.counted_turns} turns, limit {gate.max_bad_parses}, {gate.error_rows} error rows)")
     for arm, totals in sorted(result.accounting.items()):
         usd = totals["usd_per_episode"]
-        _console.print(f"{arm}: {totals['episodes']} episodes, {totals['error_rows']} error rows, "
+        _console().print(f"{arm}: {totals['episodes']} episodes, {totals['error_rows']} error rows, "
                        f"mean S {totals['mean_S'] if totals['mean_S'] is not None else 'n/a'}, "
                        f"retries {totals['retries']}, $/episode {'unknown' if usd is None else f'{usd:.4f}'}")
-    _console.print(f"results: {result.out / 'episodes.parquet'}")
+    _console().print(f"results: {result.out / 'episodes.parquet'}")
 
 
 def evaluate(
@@ -76,6 +82,12 @@ def evaluate(
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Ray workers (default: one per cluster CPU)"),
 ) -> None:
     """Evaluate a seller against buyers over domains x seeds; resumable, with retries and error rows."""
+    import asyncio
+
+    from negotiation.agents import RetryPolicy
+    from negotiation.evaluation import RunOptions, build_cell, evaluate_cell, parse_backend, parse_buyers, parse_seeds
+    from negotiation.pipeline import StageProgress
+
     try:
         protocol = _load_protocol(study)
         if arm is not None:
@@ -103,45 +115,7 @@ def evaluate(
         raise typer.Exit(2) from None
     _report(result)
     if result.blocked:
-        _console.print(f"pilot gate stopped: {', '.join(result.blocked)} (log a deviation and pass --deviation)")
+        _console().print(f"pilot gate stopped: {', '.join(result.blocked)} (log a deviation and pass --deviation)")
     if result.error_rows:
-        _console.print(f"{result.error_rows} error rows remain: rerun with --retry-errors")
+        _console().print(f"{result.error_rows} error rows remain: rerun with --retry-errors")
     raise typer.Exit(0 if result.ok else 1)
-
-
-def serve_standin(
-    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port (0 picks a free one)"),
-    host: str = typer.Option("127.0.0.1", "--host"),
-    study: str = typer.Option("demo", "--study", help="Study whose turn cap the scripted agents assume"),
-    error_rate: float = typer.Option(0.0, "--error-rate", min=0.0, max=1.0, help="Fraction with a transient fault"),
-    kinds: str = typer.Option(",".join(FAULT_KINDS), "--kinds", help="Transient fault kinds, comma-separated"),
-    retry_after: float = typer.Option(0.0, "--retry-after", min=0.0, help="Retry-After seconds on a 429"),
-    hang: float = typer.Option(30.0, "--hang", min=0.0, help="Seconds a 'timeout' fault stalls"),
-    latency: float = typer.Option(0.0, "--latency", min=0.0, help="Seconds before each reply"),
-    bad_request_rate: float = typer.Option(0.0, "--bad-request-rate", min=0.0, max=1.0,
-                                           help="Fraction answered with a permanent 400"),
-    reject_params: str = typer.Option("", "--reject-params", help="Parameters refused with a 400, comma-separated"),
-    seed: int = typer.Option(0, "--seed", help="Seed of the fault draws"),
-) -> None:
-    """Serve scripted personas (model = boulware, conceder, linear, titfortat, fixed) over OpenAI's chat API."""
-    try:
-        protocol = _load_protocol(study)
-        faults = Faults(error_rate=error_rate, kinds=tuple(k for k in kinds.split(",") if k), retry_after_s=retry_after,
-                        hang_s=hang, latency_s=latency, bad_request_rate=bad_request_rate,
-                        reject_params=tuple(p for p in reject_params.split(",") if p), seed=seed)
-        config = StandinConfig(host=host, port=port, max_turns=2 * protocol.environment.max_rounds, faults=faults)
-    except ValidationError as exc:  # one line at the app's boundary, exit 2
-        raise ConfigError(format_validation_error("serve-standin", exc)) from None
-    server = StandinServer(config)
-
-    async def main() -> None:
-        task = asyncio.create_task(server.serve_forever())
-        while server.port is None and not task.done():
-            await asyncio.sleep(0.01)
-        _console.print(f"stand-in serving on {server.api_base} (Ctrl-C stops)")
-        await task
-
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        pass

@@ -21,7 +21,7 @@ _COMMANDS = {  # name: (module:attribute, the one-line help `nego --help` shows 
                   "Append to a study's deviation log (registry/<study>/deviations/)."),
     "evaluate": ("negotiation.cli._evaluate_cmds:evaluate",
                  "Evaluate a seller against buyers over domains x seeds; resumable, with retries and error rows."),
-    "serve-standin": ("negotiation.cli._evaluate_cmds:serve_standin",
+    "serve-standin": ("negotiation.cli._standin_cmds:serve_standin",
                       "Serve scripted personas (model = boulware, conceder, linear, titfortat, fixed) over "
                       "OpenAI's chat API."),
     "contrast": ("negotiation.cli._analysis_cmds:contrast_command",

@@ -1,24 +1,31 @@
-"""``nego play``: run one episode between two agents and show the transcript or the record."""
+"""``nego play``: run one episode between two agents and show the transcript or the record.
+
+The engine, the agents and rich are imported when an episode is played, not when the module
+is: ``nego play --help`` needs only the options (``benchmarks/cli_start.py`` times it).
+"""
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.panel import Panel
-from rich.rule import Rule
-from rich.text import Text
 
 from negotiation.cli._config import Phase, dirichlet_alpha_for, env_config_for
 from negotiation.cli._output import JSON_OPTION, STUDY_OPTION, console, print_json, scenario_for
-from negotiation.env import EnvConfig, Episode, Scenario, TurnRecord, episode_row, turn_rows
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from negotiation.env import EnvConfig, Episode, Scenario, TurnRecord
 
 _ROLE_STYLE = {"seller": "bold cyan", "buyer": "bold magenta"}
 
 
 def episode_json(episode: Episode, study: str) -> dict:
     """The episode record: the episode-table row plus its turn-table rows (JSON columns decoded)."""
+    from negotiation.env import episode_row, turn_rows
+
     extra = {"study": study}
     row = episode_row(episode, extra)
     row["final_ledger"] = json.loads(row["final_ledger"])
@@ -36,6 +43,8 @@ def _format_terms(terms) -> str:
 
 
 def _print_turn(out: Console, turn: TurnRecord) -> None:
+    from rich.text import Text
+
     head = Text(f"turn {turn.turn:>2} · {turn.role}", style=_ROLE_STYLE[turn.role])
     out.print(head)
     out.print(Text(turn.prose or "(no prose)", style="default"))
@@ -49,6 +58,9 @@ def _print_turn(out: Console, turn: TurnRecord) -> None:
 
 
 def _print_outcome(out: Console, episode: Episode, reward: float) -> None:
+    from rich.panel import Panel
+    from rich.text import Text
+
     s, b = episode.seller_score, episode.buyer_score
     if episode.deal:
         title = (f"DEAL on turn {episode.n_turns} (round {episode.n_rounds}), accepted by {episode.closed_by}")
@@ -108,6 +120,9 @@ def play_command(
     if as_json:
         print_json(record)
         return
+    from rich.rule import Rule
+    from rich.text import Text
+
     out = console()
     out.print(Rule(Text(f"{domain} · seed {seed} · {phase} · seller {seller} vs buyer {buyer}")))
     for turn in episode.turns:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,7 +28,9 @@ from negotiation.agents import AgentCallError
 from negotiation.env import (
     EnvConfig, Negotiation, aplay_turn, episode_row, error_row, load_domain, make_scenario, turn_rows,
 )
-from negotiation.evaluation._store import Key, ResultsStore
+
+if TYPE_CHECKING:  # the store (pandas) loads with the cell runner's callers, not for one episode (nego play)
+    from negotiation.evaluation._store import Key, ResultsStore
 
 CONTEXT_SPENT = "ContextWindowExceededError"
 """Error class of a prompt plus its token cap over the model's context (``hf:``'s check, a server's 400)."""
