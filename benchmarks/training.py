@@ -38,7 +38,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from dataclasses import replace
@@ -65,6 +64,9 @@ from negotiation.training import (
 )
 from negotiation.training._run import _start
 from negotiation.training._trainer import _grpo_update, _setup
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from engine import checkout  # noqa: E402  (the one git-archive helper of the benchmarks)
 
 SWEEP_GRID = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 REPO = Path(__file__).resolve().parents[1]
@@ -208,16 +210,6 @@ def check(study, out: Path) -> int:
             failed = 0
     print("reference (paper App. D): 2.3B at 3x LR +0.037 [+0.017, +0.057]")
     return failed
-
-
-def checkout(rev: str, into: Path) -> Path:
-    """The files of git revision ``rev`` under ``into`` (no work tree or index touched)."""
-    archive = into / "tree.tar"
-    with archive.open("wb") as out:
-        subprocess.run(["git", "archive", rev], cwd=REPO, stdout=out, check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into / "tree", filter="data")
-    return into / "tree"
 
 
 def folder_digests(folder: Path) -> dict[str, str]:
