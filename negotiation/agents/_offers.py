@@ -16,7 +16,7 @@ from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Mapping
 
-from negotiation.env import Domain, Message, PartyPrefs, Role, Term, ledger_changes
+from negotiation.env import Domain, Message, PartyPrefs, Role, SecondSight, Term, ledger_changes
 
 _FLOAT_MAX = sys.float_info.max
 
@@ -105,8 +105,8 @@ _MAX_PLANS = 4096
 # only atoms (no domain or preferences), so the collector untracks them and never rescans them.
 _OFFERS: dict[tuple, tuple[tuple[type, ...], dict[str, Any]]] = {}
 _MAX_OFFERS = 4096
-_OFFERS_SEEN: set[int] = set()
-"""Hashes of keys met once: an offer is stored the second time its key is met."""
+_OFFERS_SEEN = SecondSight(4 * _MAX_OFFERS)
+"""Keys met once: an offer is stored the second time its key is met (``env.SecondSight``)."""
 
 
 def _concession_plan(domain: Domain, prefs: PartyPrefs) -> _Plan:
@@ -163,24 +163,12 @@ def offer_at_target(domain: Domain, prefs: PartyPrefs, target: float,
     if hit is not None and hit[0] == types:
         return dict(hit[1])
     offer = _build_offer(*plan, target, asked)
-    if _memoizable(asked, types[1:]) and _seen_twice(hash(key)):
+    if _memoizable(asked, types[1:]) and _OFFERS_SEEN.met_before(hash(key)):
         if len(_OFFERS) >= _MAX_OFFERS:
             _OFFERS.clear()
         _OFFERS[key] = (types, offer)
         return dict(offer)
     return offer
-
-
-def _seen_twice(key_hash: int) -> bool:
-    """Whether a key with this hash was met before (then its offer is stored); records it if not.
-    Storing one-off offers kept them alive and made the collector run more often (an int is no
-    tracked object)."""
-    if key_hash in _OFFERS_SEEN:
-        return True
-    if len(_OFFERS_SEEN) >= 4 * _MAX_OFFERS:
-        _OFFERS_SEEN.clear()
-    _OFFERS_SEEN.add(key_hash)
-    return False
 
 
 def _build_offer(best: dict[str, Any], steps: tuple, target: float, asked: Mapping[str, Any]) -> dict[str, Any]:

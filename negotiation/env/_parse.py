@@ -29,6 +29,7 @@ import re
 from dataclasses import field
 from typing import Any, Literal
 
+from negotiation.env._memo import SecondSight
 from negotiation.env._record import frozen_record
 
 Action = Literal["COUNTER", "ACCEPT"]
@@ -264,7 +265,7 @@ def valid_text(text: Any) -> str:
 # atoms (the collector untracks it), and every caller gets its own ParsedTurn and flags dict.
 _PARSED: dict[str, tuple] = {}
 _MAX_PARSED, _MEMO_CHARS = 4096, 4096
-_PARSED_SEEN: set[int] = set()  # hashes of texts met once
+_PARSED_SEEN = SecondSight(4 * _MAX_PARSED)  # texts met once (env._memo)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -282,24 +283,13 @@ def parse_message(text: Any) -> ParsedTurn:
     hit = _PARSED.get(text)
     if hit is None:
         parsed = _parse_valid(text)
-        if not _seen_twice(text) or not all(type(value) in _SCALARS for _, value in parsed.terms):
+        if not _PARSED_SEEN.met_before(hash(text)) or not all(type(value) in _SCALARS for _, value in parsed.terms):
             return parsed
         if len(_PARSED) >= _MAX_PARSED:
             _PARSED.clear()
         hit = _PARSED[text] = (parsed.ok, parsed.action, parsed.terms, parsed.prose, parsed.error,
                                parsed.notes, tuple(parsed.flags.items()))
     return ParsedTurn(*hit[:6], dict(hit[6]))
-
-
-def _seen_twice(text: str) -> bool:
-    # A text is stored the second time it is met: storing every one-off message kept it alive
-    # and made the collector run more often (a str's hash is an int, no tracked object).
-    if hash(text) in _PARSED_SEEN:
-        return True
-    if len(_PARSED_SEEN) >= 4 * _MAX_PARSED:
-        _PARSED_SEEN.clear()
-    _PARSED_SEEN.add(hash(text))
-    return False
 
 
 def _parse_valid(text: str) -> ParsedTurn:

@@ -16,6 +16,7 @@ import sys
 from typing import Any, Iterable, Mapping
 
 from negotiation.env._domain import Domain, Role, Term
+from negotiation.env._memo import SecondSight
 from negotiation.env._record import frozen_record
 from negotiation.env._scenario import PartyPrefs, Scenario
 
@@ -122,8 +123,8 @@ _Sums = tuple[float, float, float, int, int]
 # Agents score the same ledgers turn after turn.
 _SUMS: dict[tuple[int, tuple], tuple[tuple[type, ...], _Sums]] = {}
 _MAX_SUMS = 4096
-_SUMS_SEEN: set[int] = set()
-"""Hashes of keys met once: an entry is stored the second time its key is met."""
+_SUMS_SEEN = SecondSight(4 * _MAX_SUMS)
+"""Keys met once: an entry is stored the second time its key is met (``env._memo``)."""
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -138,25 +139,11 @@ def _sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> _Sums
     if hit is not None and hit[0] == types:
         return hit[1]
     sums = _feature_sums(domain, prefs, ledger)
-    if _SCALARS.issuperset(types) and _seen_twice(hash(key), _SUMS_SEEN):
+    if _SCALARS.issuperset(types) and _SUMS_SEEN.met_before(hash(key)):
         if len(_SUMS) >= _MAX_SUMS:
             _SUMS.clear()
         _SUMS[key] = (types, sums)
     return sums
-
-
-def _seen_twice(key_hash: int, seen: set[int]) -> bool:
-    """Whether a key with this hash was met before (then it is worth storing); records it if not.
-
-    A memo entry is kept alive, so storing every one-off ledger made the collector run more often
-    and promote live episode objects into full passes; an int is no tracked object.
-    """
-    if key_hash in seen:
-        return True
-    if len(seen) >= 4 * _MAX_SUMS:
-        seen.clear()
-    seen.add(key_hash)
-    return False
 
 
 def _feature_sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> _Sums:
