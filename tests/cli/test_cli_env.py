@@ -116,3 +116,24 @@ def test_parse_json_is_strict_json_even_for_odd_values():
     payload = nego("parse", "--json", stdin='{"action": "COUNTER", "terms": [{"name": "x", "value": NaN}]}')
     assert payload.exit_code == 0
     assert json.loads(payload.stdout)["terms"] == [{"name": "x", "value": None}]
+
+
+def test_scenario_and_score_start_numpy_on_one_blas_thread_with_the_same_draws():
+    """The two numpy commands leave OpenBLAS's thread pool unstarted (start-up), unless the
+    caller set OPENBLAS_NUM_THREADS; the scenario is the same either way."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, sys; from negotiation.cli import main; sys.argv = ['nego', *sys.argv[1:]]\n"
+            "try:\n    main()\nfinally:\n    print(os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr)")
+    runs = {}
+    for chosen in (None, "2"):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        env.update({"OPENBLAS_NUM_THREADS": chosen} if chosen else {})
+        done = subprocess.run([sys.executable, "-c", code, "scenario", "used_car", "5000053", "--json"], env=env,
+                              capture_output=True, text=True, check=True)
+        runs[chosen] = (done.stdout, done.stderr.strip().splitlines()[-1])
+    assert runs[None][1] == "1" and runs["2"][1] == "2"
+    assert runs[None][0] == runs["2"][0]
+    assert json.loads(runs[None][0]) == nego_json("scenario", "used_car", "5000053")
