@@ -49,6 +49,7 @@ import torch
 
 from negotiation.agents import Policy, PolicyAgent, PolicyArch, make_agent
 from negotiation.env import EnvConfig, load_domain, make_scenario, run_episode
+from negotiation.pipeline import rollout_processes
 from negotiation.study import load_study
 from negotiation.training import (
     CURVES_FILE,
@@ -225,45 +226,50 @@ def folder_digests(folder: Path) -> dict[str, str]:
     return digests
 
 
-def timed_stage(tree: Path, study: str, run: str, size: str, work: Path) -> tuple[float, dict[str, str]]:
-    """CPU seconds of ``train@run`` run from ``tree`` into ``work/run``, and its folder's digests."""
+def timed_stage(tree: Path, study: str, run: str, size: str, work: Path) -> tuple[float, float, dict[str, str]]:
+    """Wall and CPU seconds of ``train@run`` run from ``tree`` into ``work/run`` (CPU: the stage
+    process and the rollout helpers it waited for), and its folder's digests."""
     shutil.rmtree(work / "run", ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(tree), "MLFLOW_TRACKING_URI": f"sqlite:///{work / 'mlflow.db'}"}
     init = [sys.executable, "pipelines/init.py", "--study", study, "--size", size,
             "--out", str(tree / "outputs" / study / "init" / size)]
     subprocess.run(init, cwd=tree, env=env, check=True, capture_output=True)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     cmd = [sys.executable, "pipelines/train.py", "--study", study, "--run", run, "--out", str(work / "run"),
            "--curves", str(work / "curves.csv")]
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"train@{run} in {tree} failed:\n{done.stderr[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, folder_digests(work / "run")
+    return wall, cpu, folder_digests(work / "run")
 
 
 def against(study, rev: str, run: str, rounds: int) -> int:
-    """Alternating ``train@run`` stages here and at ``rev``; CPU seconds and byte identity."""
+    """Alternating ``train@run`` stages here and at ``rev``; wall and CPU seconds, byte identity."""
     arm = next(a for a in study.arms.values() if a.run == run)
     if arm.parent_run:
         raise SystemExit(f"{run} continues {arm.parent_run}: time a fresh run")
     cpu: dict[str, list[float]] = {"ours": [], rev: []}
+    wall: dict[str, list[float]] = {"ours": [], rev: []}
     digests: dict[str, dict[str, str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"ours": REPO, rev: checkout(rev, Path(tmp))}
         for _ in range(rounds):
             for side, tree in trees.items():
-                seconds, digest = timed_stage(tree, study.name, run, arm.size, Path(tmp))
-                cpu[side].append(seconds)
+                seconds, cpu_seconds, digest = timed_stage(tree, study.name, run, arm.size, Path(tmp))
+                wall[side].append(seconds)
+                cpu[side].append(cpu_seconds)
                 if digests.setdefault(side, digest) != digest:
                     raise SystemExit(f"{side}: two runs of {run} differ (not deterministic)")
-    ours, theirs = statistics.median(cpu["ours"]), statistics.median(cpu[rev])
     same = digests["ours"] == digests[rev]
-    print(f"train@{run}, {rounds} alternating rounds (CPU s = user + system of the stage process)")
-    print(f"ours ({REPO.name}): {ours:6.1f} CPU s   runs: {', '.join(f'{c:.1f}' for c in cpu['ours'])}")
-    print(f"{rev:>{len(REPO.name) + 6}}: {theirs:6.1f} CPU s   runs: {', '.join(f'{c:.1f}' for c in cpu[rev])}")
-    print(f"ratio {rev}/ours: {theirs / ours:.2f}x")
+    print(f"train@{run}, {rounds} alternating rounds (CPU s = user + system of the stage process and its "
+          f"rollout helpers; {rollout_processes()} rollout processes here, the knob's value on this machine)")
+    for label, figures in (("wall s", wall), ("CPU s", cpu)):
+        ours, theirs = statistics.median(figures["ours"]), statistics.median(figures[rev])
+        print(f"ours ({REPO.name}): {ours:6.1f} {label}   runs: {', '.join(f'{c:.1f}' for c in figures['ours'])}")
+        print(f"{rev:>{len(REPO.name) + 6}}: {theirs:6.1f} {label}   runs: {', '.join(f'{c:.1f}' for c in figures[rev])}")
+        print(f"ratio {rev}/ours ({label}): {theirs / ours:.2f}x")
     # The MLflow record names the (temporary) run folder, so the printed digest leaves it out:
     # it then names the same weights and tables across invocations and machines' paths.
     weights_and_tables = {k: v for k, v in digests["ours"].items() if k != "mlflow_run.json"}

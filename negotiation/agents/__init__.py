@@ -26,6 +26,8 @@ __all__ = [
     "make_litellm_agent", "make_vllm_agent", "turn_seed",
     # the demo policy's tensors, which training optimises (lazy: torch)
     "FeatureBatch", "concat_features", "feature_tensors", "token_logprobs_entropy", "token_mask",
+    # lockstep rollouts of the demo policy over this process and torch-free helper processes
+    "EpisodeOutcome", "PolicyShards", "SellerBatch", "outcome_of",
 ]
 
 
@@ -37,7 +39,9 @@ _LAZY = {"Policy": "_policy", "PolicyAgent": "_policy", "PolicyArch": "_policy_n
          "default_sampling_role": "_llm_settings", "llm_settings": "_llm_settings", "turn_seed": "_llm_settings",
          "make_hf_agent": "_llm_hf", "make_litellm_agent": "_llm", "make_vllm_agent": "_llm_vllm",
          "FeatureBatch": "_policy_features", "concat_features": "_policy_features",
-         "feature_tensors": "_policy_net", "token_logprobs_entropy": "_policy_net", "token_mask": "_policy_net"}
+         "feature_tensors": "_policy_net", "token_logprobs_entropy": "_policy_net", "token_mask": "_policy_net",
+         "EpisodeOutcome": "_policy_shards", "PolicyShards": "_policy_shards", "SellerBatch": "_policy_shards",
+         "outcome_of": "_policy_shards"}
 
 
 def __getattr__(name: str) -> Any:

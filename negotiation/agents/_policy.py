@@ -23,8 +23,7 @@ import numpy as np
 import torch
 from pydantic import ValidationError
 
-from negotiation.agents._offers import term_value
-from negotiation.agents._policy_features import MAX_SLOTS, FeatureBatch, view_features
+from negotiation.agents._policy_features import FeatureBatch, view_features
 from negotiation.agents._policy_net import (
     N_TOKENS,
     PolicyArch,
@@ -32,15 +31,14 @@ from negotiation.agents._policy_net import (
     feature_tensors,
     token_logits,
 )
-from negotiation.agents._prose import render_accept, render_counter
-from negotiation.agents._turn_rng import TurnRandom
+from negotiation.agents._policy_render import render_actions
 from negotiation.agents._spec import AgentSpec
 from negotiation.env import Reply, Role, View
 from negotiation.errors import ConfigError, format_validation_error
 
 WEIGHTS_FILE = "weights.pt"
 CONFIG_FILE = "config.json"
-_SAMPLE_SALT, _PROSE_SALT = 7001, 7002  # keep the policy's draws apart from other agents'
+_SAMPLE_SALT = 7001  # keep the policy's draws apart from other agents' (prose: _policy_render)
 
 
 @dataclass(frozen=True)
@@ -67,22 +65,6 @@ def _softmax(logits: torch.Tensor) -> np.ndarray:
     return torch.softmax(logits.double(), dim=-1).numpy()
 
 
-def _render(view: View, action: np.ndarray, bins: np.ndarray) -> str:
-    rng = TurnRandom([view.sample_seed, view.turn, _PROSE_SALT])
-    if action[0] == 1:
-        return render_accept(rng)
-    terms = []
-    for i, term in enumerate(view.domain.terms):
-        if action[1 + i] != 1:
-            continue
-        if term.is_continuous:
-            value = term_value(term, view.role, float(bins[action[1 + MAX_SLOTS + i]]))
-        else:
-            value = (term.levels or ())[action[1 + 2 * MAX_SLOTS + i]]
-        terms.append((term.name, value))
-    return render_counter(view.domain, view.role, terms, rng, opening=view.turn <= 2)
-
-
 class Policy:
     """A policy network with its architecture; acts on batches of views."""
 
@@ -99,20 +81,28 @@ class Policy:
             torch.manual_seed(seed)
             return cls(arch)
 
-    @torch.no_grad()
     def act(self, views: Sequence[View]) -> PolicyTurns:
         """Sample one turn for each view with one forward pass."""
         fb = view_features(views)
+        actions = self.decide(fb, [(v.sample_seed, v.turn) for v in views])
+        return PolicyTurns(render_actions(views, actions, self.bins), fb, actions)
+
+    @torch.no_grad()
+    def decide(self, fb: FeatureBatch, keys: Sequence[tuple[int, int]]) -> np.ndarray:
+        """``(n, N_TOKENS)`` int64 actions for ``n`` rows of features, each head sampled from its
+        softmax with uniforms drawn from the row's ``(sample seed, turn)`` key: one forward pass.
+
+        A row's draw depends on its own key alone, so where the rows' views were read (this
+        process or a lockstep helper, ``PolicyShards``) never changes an action.
+        """
         out = self.net(feature_tensors(fb))
-        u = np.stack([np.random.default_rng([v.sample_seed, v.turn, _SAMPLE_SALT]).random(N_TOKENS)
-                      for v in views])
-        actions, start = np.zeros((len(views), N_TOKENS), dtype=np.int64), 0
+        u = np.stack([np.random.default_rng([seed, turn, _SAMPLE_SALT]).random(N_TOKENS) for seed, turn in keys])
+        actions, start = np.zeros((len(keys), N_TOKENS), dtype=np.int64), 0
         for logits in token_logits(out):
             k = logits.shape[1]
             actions[:, start:start + k] = _sample(_softmax(logits), u[:, start:start + k])
             start += k
-        texts = [_render(v, a, self.bins) for v, a in zip(views, actions)]
-        return PolicyTurns(texts, fb, actions)
+        return actions
 
     def save(self, folder: str | Path) -> None:
         """Write ``weights.pt`` and ``config.json`` into ``folder``."""

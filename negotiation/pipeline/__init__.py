@@ -21,7 +21,7 @@ _EXPORTS = {
     "_status": ("arm_reads", "arm_rows", "study_state"),
     "_stage": ("RUNTIME_KNOBS", "parser", "runtime_knob", "stage_main", "tracking_uri_from_params", "write_json"),
     "_track": ("run_track",),
-    "_train": ("MissingBackendError", "run_init", "run_select", "run_tokenizer", "run_train"),
+    "_train": ("MissingBackendError", "rollout_processes", "run_init", "run_select", "run_tokenizer", "run_train"),
 }
 _HOME = homes(_EXPORTS)
 __all__ = sorted(_HOME)

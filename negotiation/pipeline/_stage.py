@@ -22,6 +22,7 @@ PARAMS_FILE = Path("params.yaml")
 RUNTIME_KNOBS = {"evaluate.concurrency": "NEGO_EVAL_CONCURRENCY", "evaluate.backend": "NEGO_EVAL_BACKEND",
                  "evaluate.workers": "NEGO_EVAL_WORKERS", "tracking.uri": "MLFLOW_TRACKING_URI",
                  "training.micro_batch_tokens": "NEGO_TRAIN_MICRO_BATCH_TOKENS",
+                 "training.rollout_processes": "NEGO_TRAIN_ROLLOUT_PROCESSES",
                  "tracking.experiment_prefix": "NEGO_EXPERIMENT_PREFIX"}
 """Run-time knobs: ``params.yaml`` key -> environment variable that overrides it. They change how
 a stage runs, never what it produces, so they are read when the stage runs and are NOT DVC stage

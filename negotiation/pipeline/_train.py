@@ -107,8 +107,27 @@ def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -
 
         # The MLflow run is recorded beside the checkpoints; the track stage logs it (importing
         # MLflow and opening the store here would cost each of the demo's runs about 4 s).
-        summary = train_arm(cfg, training_env(study.protocol), out_dir, track=track, record=True, on_step=on_step)
+        summary = train_arm(cfg, training_env(study.protocol), out_dir, track=track, record=True,
+                            processes=rollout_processes(), on_step=on_step)
     return summary.model_dump(mode="json") if hasattr(summary, "model_dump") else dict(vars(summary))
+
+
+AUTO_ROLLOUT_PROCESSES = 4
+"""``training.rollout_processes: auto``: one per usable CPU, at most this many (a step's 64
+episodes in 16-episode shards; beyond that the one forward pass per turn is most of the time)."""
+
+
+def rollout_processes() -> int:
+    """Processes of the demo trainer's rollouts: run-time knob ``training.rollout_processes``
+    (``auto`` or a positive integer). Never a stage param: the run's bytes are the same with any."""
+    raw = runtime_knob("training.rollout_processes", "auto")
+    if raw == "auto":
+        return max(1, min(len(os.sched_getaffinity(0)), AUTO_ROLLOUT_PROCESSES))
+    if not raw.isdigit() or int(raw) == 0:
+        env = "NEGO_TRAIN_ROLLOUT_PROCESSES"
+        source = f"${env}" if os.environ.get(env) else f"{PARAMS_FILE}:training.rollout_processes"
+        raise ConfigError(f"{source}: expected a positive integer or auto, got {raw!r}")
+    return int(raw)
 
 
 def _base_folder(study: Study, size: str) -> Path:

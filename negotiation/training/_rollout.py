@@ -4,6 +4,11 @@ Every episode starts with the seller, and the parties alternate, so all episodes
 are at the same turn: on a seller turn the policy acts on all their views in one batch; on a
 buyer turn each scripted buyer replies. Every message goes through ``Negotiation.apply`` as
 text, so training episodes are parsed exactly as evaluation episodes are.
+
+The games live in ``PolicyShards``: with one process all of them here; with more, the per-episode
+work (features, text, parsing, buyers) of each shard runs in its own process at the same time,
+while the forward pass and the sampling stay here over the whole batch, so the rollouts are the
+same bytes with any number of processes.
 """
 
 from __future__ import annotations
@@ -13,15 +18,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from negotiation.agents import FeatureBatch, Policy, concat_features
-from negotiation.env import EnvConfig, Episode, Negotiation, Scenario, episode_reward
+from negotiation.agents import EpisodeOutcome, FeatureBatch, Policy, PolicyShards, concat_features
+from negotiation.env import EnvConfig, Scenario
 
 
 @dataclass(frozen=True)
 class Rollouts:
-    """Finished episodes and the policy's decisions in them."""
+    """Finished episodes' outcomes and the policy's decisions in them."""
 
-    episodes: list[Episode]
+    outcomes: list[EpisodeOutcome]
+    """Per episode, in job order: S, the Eq. 1 reward, deal, rounds, the seller's bad turns."""
     rewards: np.ndarray
     """``(n_episodes,)`` Eq. 1 reward of each episode."""
     features: FeatureBatch
@@ -34,32 +40,24 @@ class Rollouts:
     @property
     def scores(self) -> np.ndarray:
         """``S`` of each episode (Ũ on a deal, ``-λ`` otherwise)."""
-        return np.array([e.S for e in self.episodes])
+        return np.array([o.S for o in self.outcomes])
 
 
 def play(policy: Policy, seller_spec: str, jobs: Sequence[tuple[Scenario, Any, int]],
-         env: EnvConfig) -> Rollouts:
-    """Play every ``(scenario, buyer agent, sample seed)`` job to the end in lockstep."""
-    games = [Negotiation(scn, env, sample_seed=seed) for scn, _, seed in jobs]
-    buyers = [buyer for _, buyer, _ in jobs]
+         env: EnvConfig, shards: PolicyShards | None = None) -> Rollouts:
+    """Play every ``(scenario, buyer agent, sample seed)`` job to the end in lockstep, over
+    ``shards`` (default: all games in this process)."""
+    shards = shards if shards is not None else PolicyShards(1)
     feats: list[FeatureBatch] = []
     acts: list[np.ndarray] = []
     rows: list[np.ndarray] = []
-    while True:
-        active = [k for k, g in enumerate(games) if not g.done]
-        if not active:
-            break
-        if games[active[0]].next_role == "seller":
-            turns = policy.act([games[k].view() for k in active])
-            for k, text in zip(active, turns.texts):
-                games[k].apply(text)
-            feats.append(turns.features)
-            acts.append(turns.actions)
-            rows.append(np.asarray(active, dtype=np.int64))
-        else:
-            for k in active:
-                games[k].apply(buyers[k].respond(games[k].view()))
-    episodes = [g.record(seller_spec, getattr(b, "spec", str(b))) for g, b in zip(games, buyers)]
-    rewards = np.array([episode_reward(e) for e in episodes])
-    return Rollouts(episodes, rewards, concat_features(feats), np.concatenate(acts),
+    batch = shards.begin(jobs, env, policy.bins)
+    while len(batch.index):
+        actions = policy.decide(batch.features, batch.keys)
+        feats.append(batch.features)
+        acts.append(actions)
+        rows.append(batch.index)
+        batch = shards.advance(actions)
+    outcomes = shards.outcomes(seller_spec)
+    return Rollouts(outcomes, np.array([o.reward for o in outcomes]), concat_features(feats), np.concatenate(acts),
                     np.concatenate(rows))

@@ -31,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from negotiation.agents import Policy, feature_tensors, token_logprobs_entropy, token_mask
+from negotiation.agents import Policy, PolicyShards, feature_tensors, token_logprobs_entropy, token_mask
 from negotiation.env import EnvConfig
 from negotiation.training._adamw import PlainAdamW
 from negotiation.training._config import TrainConfig
@@ -104,19 +104,19 @@ def _grpo_update(st: _State, ro: Rollouts, adv: np.ndarray, cfg: TrainConfig,
 
 
 def _episode_stats(ro: Rollouts) -> dict[str, float]:
-    eps = ro.episodes
+    outs = ro.outcomes
     return {"train/reward": float(ro.rewards.mean()), "train/score": float(ro.scores.mean()),
-            "train/deal_rate": float(np.mean([e.deal for e in eps])),
-            "train/mean_rounds": float(np.mean([e.n_rounds for e in eps])),
-            "train/bad_turn_rate": float(sum(e.n_bad("seller") for e in eps)
-                                         / max(1, sum(e.n_turns_of("seller") for e in eps)))}
+            "train/deal_rate": float(np.mean([o.deal for o in outs])),
+            "train/mean_rounds": float(np.mean([o.n_rounds for o in outs])),
+            "train/bad_turn_rate": float(sum(o.seller_bad_turns for o in outs)
+                                         / max(1, sum(o.seller_turns for o in outs)))}
 
 
 def _validate(st: _State, items: list[TrainItem], maker: ScenarioMaker, env: EnvConfig,
-              spec: str) -> float:
+              spec: str, shards: PolicyShards) -> float:
     # Sample seed = scenario seed: the policy samples exactly as it will in evaluation.
     jobs = [(maker.scenario(it), maker.buyer(it), it.seed) for it in items]
-    return float(play(st.policy, spec, jobs, env).scores.mean())
+    return float(play(st.policy, spec, jobs, env, shards).scores.mean())
 
 
 def _tracker(cfg: TrainConfig, env: EnvConfig, track: bool, parent_run: str | None,
@@ -128,7 +128,8 @@ def _tracker(cfg: TrainConfig, env: EnvConfig, track: bool, parent_run: str | No
 
 
 def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: bool = True, record: bool = False,
-              threads: int = 1, on_step: Callable[[int, int, dict[str, float]], None] | None = None) -> TrainSummary:
+              threads: int = 1, processes: int = 1,
+              on_step: Callable[[int, int, dict[str, float]], None] | None = None) -> TrainSummary:
     """Train one arm; write ``run_dir`` (``step_N/`` folders, ``curves.csv``, ``validation.csv``).
 
     Args:
@@ -140,16 +141,20 @@ def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: b
             logging it now (the ``track`` stage logs it; this process never imports MLflow).
         threads: torch CPU threads while training (restored after); 1 is fastest for these
             small networks and keeps results identical across runs.
+        processes: processes the rollouts' per-episode work runs in (``PolicyShards``: this one
+            plus ``processes - 1`` torch-free helpers); the same bytes with any number.
         on_step: ``(own step done, own steps, metrics)`` after each optimizer step (progress).
     """
     run_dir = Path(run_dir)
     record_to = run_dir / RECORD_FILE if record else None
-    return run_training(cfg.arm, run_dir, threads=threads, setup=lambda ledger: _setup(cfg, ledger),
-                        tracker=lambda parent_run: _tracker(cfg, env, track, parent_run, record_to),
-                        train=lambda st, tracker: _loop(st, cfg, env, run_dir, tracker, on_step))
+    # The helpers start first: their imports overlap this process's setup.
+    with PolicyShards(processes) as shards:
+        return run_training(cfg.arm, run_dir, threads=threads, setup=lambda ledger: _setup(cfg, ledger),
+                            tracker=lambda parent_run: _tracker(cfg, env, track, parent_run, record_to),
+                            train=lambda st, tracker: _loop(st, cfg, env, run_dir, tracker, shards, on_step))
 
 
-def _loop(st: _State, cfg: TrainConfig, env: EnvConfig, run_dir: Path, tracker: NullTracker,
+def _loop(st: _State, cfg: TrainConfig, env: EnvConfig, run_dir: Path, tracker: NullTracker, shards: PolicyShards,
           on_step: Callable[[int, int, dict[str, float]], None] | None = None) -> None:
     """Own steps 0..N (``run_steps``); each update plays ``scenarios_per_step`` x ``group_size``
     rollouts in lockstep and takes one GRPO step on them."""
@@ -161,10 +166,10 @@ def _loop(st: _State, cfg: TrainConfig, env: EnvConfig, run_dir: Path, tracker: 
         items = training_items(cfg.data, arm.seed, ledger.consumed, per_step)
         ledger.consumed += per_step
         seeds = ledger.rng.integers(0, 2**31 - 1, size=(per_step, recipe.group_size))
-        ro = play(st.policy, spec, _jobs(items, seeds, maker), env)
+        ro = play(st.policy, spec, _jobs(items, seeds, maker), env, shards)
         adv = loo_advantages(ro.rewards.reshape(per_step, recipe.group_size)).reshape(-1)
         return {**_episode_stats(ro), **_grpo_update(st, ro, adv, cfg, lr)}
 
-    run_steps(ledger, arm, recipe, tracker, validate=lambda: _validate(st, val_items, maker, env, spec),
+    run_steps(ledger, arm, recipe, tracker, validate=lambda: _validate(st, val_items, maker, env, spec, shards),
               save=lambda step: save_step(ledger, arm, run_dir, step, st.policy, tracker), update=update,
               on_step=on_step)

@@ -64,3 +64,34 @@ def test_bad_knob_names_file_key_and_value(tmp_path, monkeypatch, value):
     params.write_text(f"evaluate:\n  concurrency: '{value}'\n")
     with pytest.raises(ConfigError, match=rf"params.yaml:evaluate.concurrency: .*{re.escape(value)}"):
         runtime_knob("evaluate.concurrency", 16, params)
+
+
+def test_rollout_processes_auto_counts_usable_cpus_and_accepts_a_number(tmp_path, monkeypatch):
+    from negotiation.pipeline._train import AUTO_ROLLOUT_PROCESSES, rollout_processes
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NEGO_TRAIN_ROLLOUT_PROCESSES", raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(16)))
+    assert rollout_processes() == AUTO_ROLLOUT_PROCESSES  # no params.yaml: auto, capped
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0})
+    assert rollout_processes() == 1
+    (tmp_path / "params.yaml").write_text("training:\n  rollout_processes: 3\n")
+    assert rollout_processes() == 3
+    monkeypatch.setenv("NEGO_TRAIN_ROLLOUT_PROCESSES", "2")
+    assert rollout_processes() == 2
+
+
+@pytest.mark.parametrize(("where", "value"), [("env", "two"), ("env", "0"), ("params", "-1"), ("params", "0")])
+def test_bad_rollout_processes_names_its_source_and_value(tmp_path, monkeypatch, where, value):
+    from negotiation.pipeline._train import rollout_processes
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NEGO_TRAIN_ROLLOUT_PROCESSES", raising=False)
+    if where == "env":
+        monkeypatch.setenv("NEGO_TRAIN_ROLLOUT_PROCESSES", value)
+        source = r"\$NEGO_TRAIN_ROLLOUT_PROCESSES"
+    else:
+        (tmp_path / "params.yaml").write_text(f"training:\n  rollout_processes: {value}\n")
+        source = r"params.yaml:training.rollout_processes"
+    with pytest.raises(ConfigError, match=rf"{source}: expected a positive integer or auto, got '{value}'"):
+        rollout_processes()

@@ -68,6 +68,17 @@ def test_same_seed_same_checkpoints_and_curves(parent_run, tmp_path):
     assert not all(torch.equal(moved[k], base[k]) for k in base)  # training changed the weights
 
 
+def test_rollout_processes_change_no_byte_of_the_run(parent_run, tmp_path):
+    _, run_dir = parent_run
+    sharded = tmp_path / "sharded"
+    train_arm(tiny_config(), ENV, sharded, track=False, processes=3)
+    for name in (CURVES_FILE, VALIDATION_FILE):
+        assert (sharded / name).read_bytes() == (run_dir / name).read_bytes()
+    for step in (0, 2, 3):
+        for name in ("weights.pt", "config.json"):
+            assert (sharded / f"step_{step}" / name).read_bytes() == (run_dir / f"step_{step}" / name).read_bytes()
+
+
 def test_continuation_restarts_schedule_and_keeps_the_base(parent_run, tmp_path):
     _, parent_dir = parent_run
     cont_dir = tmp_path / "runs" / "cont"
