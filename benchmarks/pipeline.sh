@@ -2,8 +2,9 @@
 # Times a clean `dvc repro` of the demo study and the no-op `dvc repro` after it, beside the
 # targets (6 minutes and 5 seconds on 2 cores), and says where the clean run's time goes: per
 # stage kind (scenarios, init, train, select, pilot, evaluate, track, validate, analyze, report,
-# audit) the stages' own seconds (the command, then DVC saving its outputs), and DVC's own time
-# before the first stage and between stages (checking each stage's deps, writing dvc.lock).
+# audit) the stages' own seconds (the command, then DVC saving its outputs and parsing dvc.lock,
+# which it does before it logs "Updating lock file"), and DVC's own time before the first stage and
+# between stages (writing dvc.lock back, checking the next stage's deps).
 #
 # Run from the repository root with the venv's bin on PATH (`make install` first). "Clean" means
 # what a fresh clone has: it deletes outputs/demo/, dvc.lock and DVC's run cache (.dvc/cache/runs,
@@ -56,7 +57,7 @@ count = sum(len(v) for v in stages.values())
 rerun = sum("Running stage" in line for line in open(sys.argv[5], encoding="utf-8"))
 print(f"clean dvc repro : {clean:7.1f} s for {count} stages   (target 360 s; ratio {clean / 360:.2f})")
 print(f"no-op dvc repro : {noop:7.1f} s, {rerun} stages rerun (target 5 s; ratio {noop / 5:.2f})")
-print("\nwhere the clean run's time goes (stage: its command plus DVC saving its outputs)")
+print("\nwhere the clean run's time goes (stage: its command, DVC saving its outputs and parsing dvc.lock)")
 print(f"{'stage kind':<22}{'stages':>7}{'seconds':>10}{'per stage':>11}{'share':>8}")
 rows = sorted(stages.items(), key=lambda kv: -sum(kv[1]))
 for kind, secs in rows:
