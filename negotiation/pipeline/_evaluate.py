@@ -13,7 +13,6 @@ import asyncio
 import hashlib
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from negotiation.evaluation import (AgentPool, CellProgress, ExecutionBackend, R
                                     write_redacted)
 from negotiation.agents import ServeSettings, configure_rate_limits, parse_spec, rate_limits_from_params
 from negotiation.pipeline._progress import StageProgress
-from negotiation.pipeline._stage import PARAMS_FILE, runtime_knob
+from negotiation.pipeline._stage import PARAMS_FILE, knob_source, runtime_count, runtime_knob
 from negotiation.study import PilotRecord, ResultsLayout, Study, load_study, protocol_hash
 from negotiation.registry import effective_protocol, load_registry
 from negotiation.tracking import SELLER_ARTIFACTS, MlflowTracker, experiment_name, flatten, git_commit, log_dataset_input
@@ -86,14 +85,7 @@ def _backend() -> ExecutionBackend:
     or ``ray``; the cluster is ``$RAY_ADDRESS``'s) and ``evaluate.workers`` (Ray workers; ``auto``:
     one per cluster CPU). Never stage params: the tables are the same either way."""
     kind = runtime_knob("evaluate.backend", "local")
-    where = "$NEGO_EVAL_BACKEND" if os.environ.get("NEGO_EVAL_BACKEND") else f"{PARAMS_FILE}:evaluate.backend"
-    workers = runtime_knob("evaluate.workers", "auto")
-    if workers == "auto":
-        return parse_backend(kind, None, where=where)
-    if not workers.isdigit() or int(workers) == 0:
-        source = "$NEGO_EVAL_WORKERS" if os.environ.get("NEGO_EVAL_WORKERS") else f"{PARAMS_FILE}:evaluate.workers"
-        raise ConfigError(f"{source}: expected a positive integer or auto, got {workers!r}")
-    return parse_backend(kind, int(workers), where=where)
+    return parse_backend(kind, runtime_count("evaluate.workers"), where=knob_source("evaluate.backend"))
 
 
 def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int | None = None) -> PilotRecord:

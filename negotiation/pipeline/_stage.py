@@ -31,16 +31,22 @@ a stage runs, never what it produces, so they are read when the stage runs and a
 params (``dvc exp run -S evaluate.concurrency=32`` or moving the MLflow store reruns nothing)."""
 
 
+def knob_source(key: str, params_file: Path = PARAMS_FILE) -> str:
+    """Where run-time knob ``key`` is read from now, as its errors name it: ``$ENV`` when its
+    environment variable is set, else ``params.yaml:key``."""
+    env = RUNTIME_KNOBS[key]
+    return f"${env}" if os.environ.get(env) not in (None, "") else f"{params_file}:{key}"
+
+
 def runtime_knob(key: str, default: Any, params_file: Path = PARAMS_FILE) -> Any:
     """The value of run-time knob ``key`` (see ``RUNTIME_KNOBS``): its environment variable,
     else ``params.yaml``, else ``default``; converted to ``type(default)``."""
-    env = RUNTIME_KNOBS[key]
-    raw, where = os.environ.get(env), f"${env}"
+    raw, where = os.environ.get(RUNTIME_KNOBS[key]), knob_source(key, params_file)
     if raw in (None, "") and params_file.exists():
         node: Any = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
-        raw, where = node, f"{params_file}:{key}"
+        raw = node
     if raw in (None, ""):
         return default
     try:
@@ -50,6 +56,16 @@ def runtime_knob(key: str, default: Any, params_file: Path = PARAMS_FILE) -> Any
     if isinstance(value, int) and value <= 0:
         raise ConfigError(f"{where}: expected a positive integer, got {raw!r}")
     return value
+
+
+def runtime_count(key: str, params_file: Path = PARAMS_FILE) -> int | None:
+    """Run-time knob ``key`` that is ``auto`` (``None``: the caller counts) or a positive integer."""
+    raw = runtime_knob(key, "auto", params_file)
+    if raw == "auto":
+        return None
+    if not raw.isdigit() or int(raw) == 0:
+        raise ConfigError(f"{knob_source(key, params_file)}: expected a positive integer or auto, got {raw!r}")
+    return int(raw)
 
 
 def tracking_uri_from_params(params_file: Path = PARAMS_FILE) -> str:

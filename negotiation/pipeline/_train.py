@@ -19,7 +19,7 @@ import yaml
 from negotiation.errors import ConfigError, NegotiationError
 from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._plan import build_plan
-from negotiation.pipeline._stage import PARAMS_FILE, runtime_knob
+from negotiation.pipeline._stage import PARAMS_FILE, runtime_count, runtime_knob
 from negotiation.protocol import fill_seller
 from negotiation.study import ResultsLayout, Study, load_study, protocol_hash, write_record
 from negotiation.registry import select_checkpoint
@@ -113,21 +113,15 @@ def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -
 
 
 AUTO_ROLLOUT_PROCESSES = 4
-"""``training.rollout_processes: auto``: one per usable CPU, at most this many (a step's 64
-episodes in 16-episode shards; beyond that the one forward pass per turn is most of the time)."""
+"""``training.rollout_processes: auto``: one per usable CPU, at most this many (shards of 16 or
+more of a step's 64 episodes; measured on 2 CPUs only, docs/training.md)."""
 
 
 def rollout_processes() -> int:
     """Processes of the demo trainer's rollouts: run-time knob ``training.rollout_processes``
     (``auto`` or a positive integer). Never a stage param: the run's bytes are the same with any."""
-    raw = runtime_knob("training.rollout_processes", "auto")
-    if raw == "auto":
-        return max(1, min(len(os.sched_getaffinity(0)), AUTO_ROLLOUT_PROCESSES))
-    if not raw.isdigit() or int(raw) == 0:
-        env = "NEGO_TRAIN_ROLLOUT_PROCESSES"
-        source = f"${env}" if os.environ.get(env) else f"{PARAMS_FILE}:training.rollout_processes"
-        raise ConfigError(f"{source}: expected a positive integer or auto, got {raw!r}")
-    return int(raw)
+    count = runtime_count("training.rollout_processes")
+    return count if count is not None else max(1, min(len(os.sched_getaffinity(0)), AUTO_ROLLOUT_PROCESSES))
 
 
 def _base_folder(study: Study, size: str) -> Path:
