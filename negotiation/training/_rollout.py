@@ -28,14 +28,17 @@ class Rollouts:
 
     outcomes: list[EpisodeOutcome]
     """Per episode, in job order: S, the Eq. 1 reward, deal, rounds, the seller's bad turns."""
-    rewards: np.ndarray
-    """``(n_episodes,)`` Eq. 1 reward of each episode."""
     features: FeatureBatch
     """One row per seller turn, over all episodes."""
     actions: np.ndarray
     """``(n_rows, N_TOKENS)`` the decisions of those turns."""
     row_episode: np.ndarray
     """``(n_rows,)`` index of the episode each row belongs to."""
+
+    @property
+    def rewards(self) -> np.ndarray:
+        """``(n_episodes,)`` Eq. 1 reward of each episode."""
+        return np.array([o.reward for o in self.outcomes])
 
     @property
     def scores(self) -> np.ndarray:
@@ -58,6 +61,4 @@ def play(policy: Policy, seller_spec: str, jobs: Sequence[tuple[Scenario, Any, i
         acts.append(actions)
         rows.append(batch.index)
         batch = shards.advance(actions)
-    outcomes = shards.outcomes(seller_spec)
-    return Rollouts(outcomes, np.array([o.reward for o in outcomes]), concat_features(feats), np.concatenate(acts),
-                    np.concatenate(rows))
+    return Rollouts(shards.outcomes(seller_spec), concat_features(feats), np.concatenate(acts), np.concatenate(rows))
