@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from negotiation.pipeline._plan import build_plan
+from negotiation.registry import AuditReport
 from negotiation.study import ResultsLayout, load_study
 
 
@@ -75,7 +76,8 @@ def study_state(study: str, root: Path | None = None) -> dict[str, Any]:
     report, transcripts = layout.report / "report.html", layout.report / "transcripts.html"
     return {
         "validation": "not run" if validation is None else ("passed" if validation.get("success") else "FAILED"),
-        "audit": "not run" if audit is None else ("passed" if audit.get("passed") else "FAILED"),
+        # the stage writes the report's fields; whether it passed is the report's own rule (no stored key)
+        "audit": "not run" if audit is None else ("passed" if AuditReport.model_validate(audit).passed else "FAILED"),
         "report": str(report.relative_to(loaded.root)) if report.exists() else "not built",
         "transcripts": str(transcripts.relative_to(loaded.root)) if transcripts.exists() else "not built",
     }
