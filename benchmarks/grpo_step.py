@@ -1,0 +1,171 @@
+"""Seconds per GRPO step of the token trainer, this checkout beside another revision, per size.
+
+Each side trains the same run (``<size>`` at the lm protocol's recipe for that size: the GPU
+profile's 16 x 8 episodes on a GPU size) for ``--steps`` steps from the same warm-started base and
+reads the trainer's own ``timing.csv``: generation seconds, generated tokens/s in the rollout
+loop, update seconds, model FLOP utilisation of the update (``6 N`` per trained token against
+``--peak-tflops``) and peak memory. The first step (CUDA-graph capture, kernel warm-up) is
+reported apart; the figures are medians over the later steps. Both sides run in fresh
+processes, ours first, then the reference, and the ratios are printed side by side.
+
+    python benchmarks/grpo_step.py --sizes lm_m,lm_l --device cuda --against e4e51d7      # a git revision
+    python benchmarks/grpo_step.py --sizes lm_m --device cuda --against-tree .oldrev      # a copied tree
+    python benchmarks/grpo_step.py --small                                                # CI: seconds, CPU
+
+The reference side runs the trainer as that revision's own GPU profile ran it (gradient
+checkpointing on, 65,536-token micro-batches); ours with ``--checkpointing`` as given (default off).
+``--small`` trains a tiny size (lm_xs, untrained base, 2 scenarios x 4 rollouts, 2 turns, 2 steps)
+on the CPU against this checkout itself: it checks the script, not the speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """``git archive`` of ``rev``'s package into ``into`` (no work tree touched)."""
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "archive", rev, "negotiation", "protocol", "registry", "pipelines"],
+                             cwd=REPO, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def prepare(out: Path, sizes: list[str], warm_steps: int, device: str) -> None:
+    """Tokenizer and each size's warm-started base under ``out`` (this checkout's code; kept)."""
+    from negotiation.ladder import write_base, write_tokenizer
+    from negotiation.study import load_study
+
+    protocol = load_study("lm").protocol
+    tok = out / "tokenizer"
+    if not (tok / "tokenizer.json").is_file():
+        write_tokenizer(protocol, tok)
+    for size in sizes:
+        if not (out / "init" / size / "config.json").is_file():
+            write_base(protocol, size, tok, out / "init" / size, steps=warm_steps, device=device, log=lambda _: None)
+
+
+def _small_protocol(protocol):
+    t = protocol.recipe_for("lm_xs")
+    t = t.model_copy(update={"group_size": 4, "scenarios_per_step": 2, "episodes_per_step": 8, "rollout_turns": 2,
+                             "validation_scenarios": 2, "sequences": t.sequences.model_copy(
+                                 update={"new_tokens_per_turn": 16})})
+    return protocol.model_copy(update={"training": t})
+
+
+def worker(spec: dict) -> dict:
+    """Train ``spec['size']`` for ``spec['steps']`` steps with the code on ``sys.path``; the timing rows."""
+    import pandas as pd
+    import torch
+
+    from negotiation.study import load_study
+    from negotiation.training.lm import LmRuntime, lm_train_config_for, train_lm_arm
+
+    study = load_study("lm", Path(spec["root"]))
+    size = spec["size"]
+    arm = next(a for a in study.arms.values() if a.kind == "trained" and a.parent_run is None)
+    arm = arm.model_copy(update={"size": size})
+    cuda = spec["device"] != "cpu"
+    runtime = LmRuntime(device=spec["device"], dtype="bfloat16" if cuda else "float32",
+                        gradient_checkpointing=spec["checkpointing"], micro_batch_tokens=spec["micro_batch_tokens"])
+    cfg = lm_train_config_for(study, arm.run, arm, base=Path(spec["base"]), runtime=runtime)
+    update = {"arm": cfg.arm.model_copy(update={"steps": spec["steps"]})}
+    if spec.get("small"):
+        update["protocol"] = _small_protocol(cfg.protocol)
+    cfg = cfg.model_copy(update=update)
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.cuda.reset_peak_memory_stats()
+    run_dir = Path(tempfile.mkdtemp(prefix=f"grpo_{size}_"))
+    train_lm_arm(cfg, run_dir, track=False)
+    return {"rows": pd.read_csv(run_dir / "timing.csv").to_dict("records")}
+
+
+def summarize(rows: list[dict], peak_flops: float) -> dict:
+    """First step apart, medians of the later steps (all of them when there is one)."""
+    later = rows[1:] or rows
+    step = [r["generation_seconds"] + r["training_seconds"] for r in later]
+    n = rows[0]["parameters"]
+
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in later)
+    update_flops = [6 * n * r["sequence_tokens"] / r["training_seconds"] for r in later]
+    return {"parameters": int(n), "first_step_s": round(rows[0]["generation_seconds"] + rows[0]["training_seconds"], 2),
+            "step_s": round(statistics.median(step), 3), "generation_s": round(med("generation_seconds"), 3),
+            "update_s": round(med("training_seconds"), 3),
+            "generated_tokens_per_s": round(med("generated_tokens_per_second")),
+            "generated_tokens_per_step": round(med("generated_tokens")),
+            "update_mfu": round(statistics.median(update_flops) / peak_flops, 4),
+            "peak_memory_gb": round(max(r.get("peak_memory_gb", float("nan")) for r in rows), 2)}
+
+
+def run_side(tree: Path, spec: dict) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)], cwd=tree,
+                          env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{tree}: worker failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="lm_m")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--warm-steps", type=int, default=200, help="warm start of each base (realistic turn lengths)")
+    p.add_argument("--against", help="git revision of the reference side")
+    p.add_argument("--against-tree", help="a folder holding the reference side's package (no git needed)")
+    p.add_argument("--checkpointing", action="store_true", help="gradient checkpointing on our side")
+    p.add_argument("--micro-batch-tokens", type=int, default=65536)
+    p.add_argument("--peak-tflops", type=float, default=790.0, help="dense bf16 peak (H200: 790, measured)")
+    p.add_argument("--work", default=None, help="folder for the tokenizer and bases (default: a temporary one)")
+    p.add_argument("--out", default=None, help="write every figure as JSON here")
+    p.add_argument("--small", action="store_true")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return 0
+    if args.small:
+        args.sizes, args.device, args.steps, args.warm_steps = "lm_xs", "cpu", 2, 0
+    work = Path(args.work or tempfile.mkdtemp(prefix="grpo_step_"))
+    sizes = args.sizes.split(",")
+    prepare(work, sizes, args.warm_steps, args.device)
+    sides = {"ours": (REPO, args.checkpointing)}
+    if args.against_tree:
+        sides["reference"] = (Path(args.against_tree).resolve(), True)
+    elif args.against:
+        sides["reference"] = (checkout(args.against, Path(tempfile.mkdtemp(prefix="grpo_ref_"))), True)
+    results: dict = {}
+    for size in sizes:
+        for side, (tree, checkpointing) in sides.items():
+            spec = {"root": str(tree), "size": size, "device": args.device, "steps": args.steps,
+                    "base": str(work / "init" / size), "checkpointing": checkpointing,
+                    "micro_batch_tokens": args.micro_batch_tokens, "small": args.small}
+            rows = run_side(tree, spec)["rows"]
+            results.setdefault(size, {})[side] = summarize(rows, args.peak_tflops * 1e12)
+            print(f"{size} {side:9s} {json.dumps(results[size][side])}", flush=True)
+        if "reference" in results[size]:
+            ours, ref = results[size]["ours"], results[size]["reference"]
+            print(f"{size} ratios (reference / ours): step {ref['step_s'] / ours['step_s']:.1f}x, generation "
+                  f"{ref['generation_s'] / ours['generation_s']:.1f}x, tokens/s "
+                  f"{ours['generated_tokens_per_s'] / max(ref['generated_tokens_per_s'], 1):.1f}x", flush=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps({"device": args.device, "steps": args.steps, "warm_steps": args.warm_steps,
+                                              "sizes": results}, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
