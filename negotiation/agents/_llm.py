@@ -171,7 +171,8 @@ def build_llm_agent(spec: AgentSpec, role: Role, settings: LLMSettings, *, model
     http = api_base is not None and provider in _HTTP_PROVIDERS and not force_litellm
     if http:
         transport: Any = HttpTransport(api_base, model.split("/", 1)[-1], api_key_env=api_key_env,  # type: ignore[arg-type]
-                                       timeout_s=settings.retry.timeout_s, max_connections=settings.max_concurrency)
+                                       timeout_s=settings.retry.timeout_s, max_connections=settings.max_concurrency,
+                                       max_reply_bytes=settings.retry.max_reply_bytes)
         supported = None
     else:
         transport = LitellmTransport(model, api_base=api_base, api_key_env=api_key_env,

@@ -24,20 +24,28 @@ _SEMAPHORES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyn
     weakref.WeakKeyDictionary()
 
 
+MAX_BACKOFF_S = 3600.0
+"""Longest backoff a policy may ask for between two attempts (one hour)."""
+
+
 class RetryPolicy(BaseModel):
     """How transient failures are retried."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     max_attempts: int = Field(default=8, ge=1)
     """Attempts per call, the first included."""
-    base_delay_s: float = Field(default=1.0, ge=0)
-    """Backoff before the second attempt (before jitter)."""
-    max_delay_s: float = Field(default=60.0, ge=0)
-    """Backoff cap (before jitter)."""
+    base_delay_s: float = Field(default=1.0, ge=0, le=MAX_BACKOFF_S)
+    """Backoff before the second attempt (before jitter); at most ``MAX_BACKOFF_S``."""
+    max_delay_s: float = Field(default=60.0, ge=0, le=MAX_BACKOFF_S)
+    """Backoff cap (before jitter); at most ``MAX_BACKOFF_S``, so a call's retries end."""
     max_retry_after_s: float = Field(default=600.0, ge=0)
     """Longest ``Retry-After`` honoured; a server asking for more is waited on this long."""
     timeout_s: float = Field(default=120.0, gt=0)
-    """Per-request timeout."""
+    """Whole-request deadline: from sending the request to the reply's last byte (a provider that
+    sends slowly, or sends headers and then dribbles, is cut off here, not per read)."""
+    max_reply_bytes: int = Field(default=8 * 2**20, gt=0)
+    """Largest reply body read (8 MiB by default; a chat completion is kilobytes): a longer one is
+    a failed call, read no further, so a runaway body never fills memory or the results."""
 
 
 class AgentCallError(Exception):

@@ -23,8 +23,8 @@ __all__ = ["HF_OPTIONS", "LLM_OPTIONS", "LLMSettings", "VLLM_OPTIONS", "default_
            "llm_settings", "settings_from_study", "spec_sampling_overrides", "turn_seed"]
 
 _SAMPLING_CASTS = {"temperature": float, "top_p": float, "top_k": int, "max_tokens": int}
-_SETTINGS_OPTIONS = {"sampling", "study", "prompt", "timeout", "max_attempts", "max_concurrency", "thinking",
-                     *_SAMPLING_CASTS}
+_SETTINGS_OPTIONS = {"sampling", "study", "prompt", "timeout", "max_attempts", "max_reply_bytes", "max_concurrency",
+                     "thinking", *_SAMPLING_CASTS}
 LLM_OPTIONS = frozenset({*_SETTINGS_OPTIONS, "transport", "api_base", "api_key_env", "usd_per_mtok_in",
                          "usd_per_mtok_out", "seed"})
 """Options a ``litellm:`` spec reads (any other is refused, naming these)."""
@@ -116,6 +116,8 @@ def resolve_settings(spec: AgentSpec, role: Role, settings: LLMSettings | None) 
         retry["timeout_s"] = spec.option("timeout", None, float, lo=0, hi=86_400, lo_open=True)
     if "max_attempts" in spec.options:
         retry["max_attempts"] = spec.option("max_attempts", None, int, lo=1, hi=100)
+    if "max_reply_bytes" in spec.options:
+        retry["max_reply_bytes"] = spec.option("max_reply_bytes", None, int, lo=1, hi=2**31)
     if retry:  # validated again by the model (model_copy would skip its constraints)
         updates["retry"] = type(settings.retry).model_validate({**settings.retry.model_dump(), **retry})
     if "max_concurrency" in spec.options:

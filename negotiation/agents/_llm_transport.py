@@ -111,6 +111,9 @@ def failure_from_status(status: int, body: str, headers: Any) -> CallFailure:
                        retry_after=parse_retry_after(headers), status=status, param=param)
 
 
+DEFAULT_MAX_REPLY_BYTES = 8 * 2**20
+"""Largest reply body ``HttpTransport`` reads unless told otherwise (``RetryPolicy.max_reply_bytes``)."""
+
 MAX_TOKENS_REPORTED = 10**9
 """Largest token count a reply's ``usage`` may report; more is a malformed reply."""
 
@@ -157,13 +160,14 @@ class HttpTransport:
     name = "http"
 
     def __init__(self, api_base: str, model: str, *, api_key_env: str | None, timeout_s: float,
-                 max_connections: int):
+                 max_connections: int, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES):
         self.api_base = api_base.rstrip("/")
         self.url = self.api_base + "/chat/completions"
         self.model = model
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
         self.max_connections = max_connections
+        self.max_reply_bytes = max_reply_bytes
 
     def _client(self) -> httpx.AsyncClient:
         per_loop = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
@@ -183,9 +187,12 @@ class HttpTransport:
                        extra_body: dict[str, Any]) -> Completion:
         body = {"model": self.model, "messages": messages, **params, **extra_body}
         try:
-            response = await self._client().post(self.url, json=body)
-        except httpx.TimeoutException as exc:
-            raise CallFailure("Timeout", f"no reply within {self.timeout_s} s ({type(exc).__name__})",
+            # One deadline for the whole exchange: httpx's timeouts are per read, so a server that
+            # sends a byte at a time would otherwise hold the call for as long as it likes.
+            async with asyncio.timeout(self.timeout_s):
+                status, headers, content = await self._exchange(body)
+        except (httpx.TimeoutException, TimeoutError) as exc:
+            raise CallFailure("Timeout", f"no whole reply within {self.timeout_s} s ({type(exc).__name__})",
                               transient=True) from exc
         except httpx.DecodingError as exc:  # e.g. a body that is not the gzip its header says
             raise CallFailure("MalformedResponse", f"{type(exc).__name__}: {exc}", transient=True) from exc
@@ -193,7 +200,21 @@ class HttpTransport:
             raise CallFailure("APIConnectionError", f"{type(exc).__name__}: {exc}", transient=False) from exc
         except (httpx.RequestError, httpx.StreamError) as exc:
             raise CallFailure("APIConnectionError", f"{type(exc).__name__}: {exc}", transient=True) from exc
-        return _completion_of(response)
+        return _completion_of(status, headers, content)
+
+    async def _exchange(self, body: dict[str, Any]) -> tuple[int, httpx.Headers, bytes]:
+        """Send ``body``; read the reply up to ``max_reply_bytes`` (a longer one: ``ReplyTooLarge``,
+        permanent, as the same request would fetch the same runaway body and pay for it again)."""
+        async with self._client().stream("POST", self.url, json=body) as response:
+            chunks, size = [], 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > self.max_reply_bytes:
+                    raise CallFailure("ReplyTooLarge", f"HTTP {response.status_code}: reply body over "
+                                      f"{self.max_reply_bytes} bytes; read no further", transient=False,
+                                      status=response.status_code)
+                chunks.append(chunk)
+            return response.status_code, response.headers, b"".join(chunks)
 
     async def aclose(self) -> None:
         client = _CLIENTS.get(asyncio.get_running_loop(), {}).pop((self.api_base, self.api_key_env), None)
@@ -201,12 +222,12 @@ class HttpTransport:
             await client.aclose()
 
 
-def _completion_of(response: httpx.Response) -> Completion:
-    """The completion in an HTTP response, or the ``CallFailure`` it amounts to."""
+def _completion_of(status: int, headers: httpx.Headers, content: bytes) -> Completion:
+    """The completion in an HTTP reply (status, headers, body), or the ``CallFailure`` it amounts to."""
     try:
-        if response.status_code != 200:
-            raise failure_from_status(response.status_code, response.text, response.headers)
-        payload = json.loads(response.content)
+        if status != 200:
+            raise failure_from_status(status, content.decode("utf-8", errors="replace"), headers)
+        payload = json.loads(content)
     except CallFailure:
         raise
     except (ValueError, RecursionError, UnicodeError) as exc:  # not JSON, or nested beyond reason
@@ -255,8 +276,11 @@ class LitellmTransport:
             # there; the placeholder satisfies the client (vLLM's convention).
             kwargs["api_key"] = "EMPTY"
         try:
-            response = await lib.acompletion(**kwargs)
+            async with asyncio.timeout(self.timeout_s):  # litellm's timeout is the client's, per read
+                response = await lib.acompletion(**kwargs)
             payload = response.model_dump() if hasattr(response, "model_dump") else response
+        except TimeoutError as exc:
+            raise CallFailure("Timeout", f"no whole reply within {self.timeout_s} s", transient=True) from exc
         except _REPLY_ERRORS as exc:  # the client choked on what the provider sent
             raise CallFailure("MalformedResponse", f"{type(exc).__name__} reading the reply",
                               transient=True) from exc

@@ -74,9 +74,13 @@ def evaluate(
     pilot: bool = typer.Option(True, "--pilot/--no-pilot", help="Run the pilot gate first"),
     deviation: Optional[int] = typer.Option(None, "--deviation", help="Deviation id covering a failed pilot gate"),
     max_attempts: int = typer.Option(8, "--max-attempts", min=1, max=100, help="Attempts per LLM call"),
-    timeout: float = typer.Option(120.0, "--timeout", min=0.001, max=86_400.0, help="Seconds per LLM request"),
-    backoff: float = typer.Option(1.0, "--backoff", min=0.0, help="Seconds before the first retry (doubles each time)"),
-    backoff_max: float = typer.Option(60.0, "--backoff-max", min=0.0, help="Longest wait between retries"),
+    timeout: float = typer.Option(120.0, "--timeout", min=0.001, max=86_400.0,
+                                  help="Seconds an LLM request may take, from sending to the reply's last byte"),
+    max_reply_bytes: int = typer.Option(8 * 2**20, "--max-reply-bytes", min=1, max=2**31,
+                                        help="Largest LLM reply body read; a longer one is an error row"),
+    backoff: float = typer.Option(1.0, "--backoff", min=0.0, max=3600.0,
+                                  help="Seconds before the first retry (doubles each time)"),
+    backoff_max: float = typer.Option(60.0, "--backoff-max", min=0.0, max=3600.0, help="Longest wait between retries"),
     backend: str = typer.Option("local", "--backend", help="local, or ray: workers on the $RAY_ADDRESS cluster "
                                                           "(else a Ray instance here); same tables"),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Ray workers (default: one per cluster CPU)"),
@@ -100,7 +104,7 @@ def evaluate(
                           seeds=parse_seeds(seeds) if seeds else None)
         options = RunOptions(concurrency=concurrency, retry_errors=retry_errors, pilot=pilot, deviation=deviation,
                              retry=RetryPolicy(max_attempts=max_attempts, timeout_s=timeout, base_delay_s=backoff,
-                                               max_delay_s=backoff_max),
+                                               max_delay_s=backoff_max, max_reply_bytes=max_reply_bytes),
                              backend=parse_backend(backend, workers, where="--backend"))
         # A bar on a terminal, else log lines (-v): a refused spec stays the one line on stderr.
         with StageProgress(f"evaluate {cell.arm}", unit="episodes") as bar:
