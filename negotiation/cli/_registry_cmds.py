@@ -15,7 +15,7 @@ from negotiation.cli._config import require_study
 from negotiation.cli._protocol_cmds import exit_with, root_option
 from negotiation.errors import ConfigError
 from negotiation.names import check_name
-from negotiation.study import default_root
+from negotiation.study import ResultsLayout, default_root
 from negotiation.registry import (
     CATEGORIES, CHECKS, INDEX_FILE, AuditReport, appended_only, new_deviation, parse_cell, run_audit,
 )
@@ -49,6 +49,8 @@ def audit_command(
     root: Optional[Path] = root_option(),
 ) -> None:
     require_study(study, root)
+    if results is not None:
+        _require_results(results)
     report = run_audit(study, root=root or default_root(), results_dir=results)
     if json_output:
         typer.echo(report.model_dump_json(indent=2))
@@ -56,6 +58,16 @@ def audit_command(
         print_report(report, Console(width=max(100, Console().width)))
     if not report.passed:
         raise typer.Exit(EXIT_FAILED)
+
+
+def _require_results(results: Path) -> None:
+    """An explicit ``--results`` must hold results: a typo or an empty folder would otherwise audit the
+    declared state alone and PASS, as if the results had been checked."""
+    if not results.is_dir():
+        raise ConfigError(f"--results:{results}: " + ("not a folder" if results.exists() else "no such folder"))
+    if not ResultsLayout(results).exists():
+        raise ConfigError(f"--results:{results}: holds no results (none of select/, pilot/, evaluate/, analyze/); "
+                          "leave --results out to audit the declared state")
 
 
 audit_command.__doc__ = (

@@ -75,3 +75,16 @@ def test_deviation_new_rejects_bad_input_with_exit_2(root):
     assert dangling.exit_code == EXIT_INPUT and ":supersedes: no valid entry 5" in dangling.stderr
     folder = root / "registry/demo/deviations"
     assert not folder.exists() or not list(folder.glob("*.yaml"))  # nothing written
+
+
+def test_audit_refuses_an_explicit_results_folder_that_holds_no_results(root, tmp_path):
+    """A typo or an empty folder used to audit the declared state alone and print PASS."""
+    import os
+
+    empty, fifo = tmp_path / "empty", tmp_path / "fifo"
+    empty.mkdir()
+    os.mkfifo(fifo)
+    for where, reason in ((tmp_path / "typo", "no such folder"), (empty, "holds no results"), (fifo, "not a folder")):
+        result = runner.invoke(app, ["audit", "demo", "--root", str(root), "--results", str(where)])
+        assert result.exit_code == EXIT_INPUT, result.output
+        assert f"--results:{where}: {reason}" in result.output and "PASS" not in result.output
