@@ -89,7 +89,8 @@ def evaluate(
     import asyncio
 
     from negotiation.agents import RetryPolicy
-    from negotiation.evaluation import RunOptions, build_cell, evaluate_cell, parse_backend, parse_buyers, parse_seeds
+    from negotiation.evaluation import (RunOptions, build_cell, evaluate_cell, parse_backend, parse_buyers,
+                                        parse_domains, parse_seeds)
     from negotiation.pipeline import StageProgress
 
     try:
@@ -100,7 +101,7 @@ def evaluate(
             raise ConfigError(f"--out:{out}: exists and is not a folder (results are never written over a file)")
         cell = build_cell(protocol, arm=arm or seller, seller=seller,
                           buyers=parse_buyers(buyer) if buyer else None,
-                          domains=tuple(d.strip() for d in domains.split(",") if d.strip()) if domains else None,
+                          domains=parse_domains(domains) if domains is not None else None,
                           seeds=parse_seeds(seeds) if seeds else None)
         options = RunOptions(concurrency=concurrency, retry_errors=retry_errors, pilot=pilot, deviation=deviation,
                              retry=RetryPolicy(max_attempts=max_attempts, timeout_s=timeout, base_delay_s=backoff,

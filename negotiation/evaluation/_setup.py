@@ -49,6 +49,12 @@ def agent_factory(protocol: Any, *, retry: RetryPolicy, max_concurrency: int,
     return build
 
 
+MAX_SEED = 2**63
+"""Seeds are below this: they key 64-bit generators and sampling hashes."""
+MAX_SEEDS = 1_000_000
+"""Most seeds one cell may name (a typo like ``0:9999999999999`` would build a range in memory)."""
+
+
 def parse_seeds(text: str) -> tuple[int, ...]:
     """``A:B`` -> seeds A .. B-1 (a single ``A`` is one seed)."""
     start, sep, stop = text.partition(":")
@@ -59,7 +65,20 @@ def parse_seeds(text: str) -> tuple[int, ...]:
         raise ConfigError(f"--seeds:{text}: expected A:B (seeds A to B-1)") from None
     if a < 0 or b <= a:
         raise ConfigError(f"--seeds:{text}: need 0 <= A < B")
+    if b > MAX_SEED:
+        raise ConfigError(f"--seeds:{text}: seeds must be below 2**63 (they seed 64-bit generators)")
+    if b - a > MAX_SEEDS:
+        raise ConfigError(f"--seeds:{text}: {b - a} seeds; at most {MAX_SEEDS} in one cell")
     return tuple(range(a, b))
+
+
+def parse_domains(text: str) -> tuple[str, ...]:
+    """``a,b,c`` -> the named domains in order, each once (a repeat would play its episodes twice
+    under one key); an empty list is refused rather than read as "every domain"."""
+    names = tuple(dict.fromkeys(d.strip() for d in text.split(",") if d.strip()))
+    if not names:
+        raise ConfigError(f"--domains:{text!r}: names no domain (leave --domains out for every evaluated domain)")
+    return names
 
 
 def parse_buyers(values: list[str]) -> dict[str, str]:

@@ -9,7 +9,7 @@ from negotiation.agents._llm import LLMAgent
 from negotiation.agents._llm_retry import RetryPolicy
 from negotiation.agents._scripted import ScriptedAgent
 from negotiation.errors import ConfigError
-from negotiation.evaluation import agent_factory, build_cell, env_config, parse_buyers, parse_seeds
+from negotiation.evaluation import agent_factory, build_cell, env_config, parse_buyers, parse_domains, parse_seeds
 from negotiation.study import load_study
 
 PAPER = load_study("paper").protocol
@@ -60,3 +60,17 @@ def test_agent_factory_gives_llm_kinds_the_protocols_settings():
     assert served.record.requested == {"temperature": 1.0, "top_p": 0.95, "top_k": 64, "thinking": False,
                                        "max_tokens": 768}
     assert DEMO.environment.converge_from_turn == seller.settings.converge_from_turn
+
+
+@pytest.mark.parametrize("text, reason", [("0:9999999999999", "at most"), (f"{2**64}:{2**64 + 2}", r"below 2\*\*63"),
+                                          (f"{2**63 - 1}:{2**63 + 1}", r"below 2\*\*63")])
+def test_seed_ranges_past_64_bits_or_too_long_are_refused(text, reason):
+    with pytest.raises(ConfigError, match=reason):
+        parse_seeds(text)
+
+
+def test_domains_are_deduplicated_in_order_and_an_empty_list_is_refused():
+    assert parse_domains("used_car, job_offer,used_car,") == ("used_car", "job_offer")
+    for empty in ("", " , ", ","):
+        with pytest.raises(ConfigError, match="names no domain"):
+            parse_domains(empty)
