@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from negotiation.cli._app import EXIT_FAILED, EXIT_INPUT
 from negotiation.cli._config import require_study
@@ -33,7 +34,8 @@ def print_report(report: AuditReport, console: Console) -> None:
         table.add_column(column, overflow="fold")
     for f in report.findings:
         ids = ", ".join(f"{i:04d}" for i in f.deviations)
-        table.add_row(f.check, f"[{_STYLE[f.status]}]{f.status}[/]", f.evidence, ids)
+        # Evidence is data (file:key: reason): as Text, rich reads no markup ("[x]") or emoji (":id:") in it.
+        table.add_row(Text(f.check), Text(f.status, style=_STYLE[f.status]), Text(f.evidence), ids)
     console.print(table)
     failed = sum(f.status == "fail" for f in report.findings)
     verdict = "[green]PASS[/]" if report.passed else f"[bold red]FAIL[/]: {failed} uncovered departures or unreadable inputs"

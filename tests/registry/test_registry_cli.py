@@ -88,3 +88,20 @@ def test_audit_refuses_an_explicit_results_folder_that_holds_no_results(root, tm
         result = runner.invoke(app, ["audit", "demo", "--root", str(root), "--results", str(where)])
         assert result.exit_code == EXIT_INPUT, result.output
         assert f"--results:{where}: {reason}" in result.output and "PASS" not in result.output
+
+
+def test_audit_table_prints_evidence_as_written():
+    """Rich read ':id:' in 'arms.yaml:id: 2' as an emoji and '[x]' as markup."""
+    import io
+
+    from rich.console import Console
+
+    from negotiation.cli._registry_cmds import print_report
+    from negotiation.registry import AuditReport, Finding
+
+    evidence = "registry/demo/deviations/0001.yaml:id: 2 [bold]x[/bold] :smile:"
+    finding = Finding.model_validate({**run_audit("demo").findings[0].model_dump(), "evidence": evidence})
+    report = AuditReport(version=1, study="demo", results_dir="-", declared_only=True, findings=(finding,))
+    out = io.StringIO()
+    print_report(report, Console(file=out, width=400))
+    assert evidence in out.getvalue()
