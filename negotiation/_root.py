@@ -28,11 +28,19 @@ def is_root(folder: Path) -> bool:
     return all((folder / marker).is_dir() for marker in MARKERS)
 
 
+def _resolved(path: str) -> Path:
+    """``path`` made absolute through its links; a loop or an unreadable step is a ``ConfigError``."""
+    try:
+        return Path(path).expanduser().resolve()
+    except (RuntimeError, OSError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise ConfigError(f"${ROOT_ENV}:{path}: cannot be resolved ({exc})") from exc
+
+
 def find_root(start: Path | None = None) -> Path:
     """The repository root (see the module docstring); a clear error when there is none."""
     override = os.environ.get(ROOT_ENV)
     if override:
-        root = Path(override).expanduser().resolve()
+        root = _resolved(override)
         if not is_root(root):
             raise ConfigError(f"${ROOT_ENV}:{override}: not a repository root (needs protocol/ and registry/)")
         return root

@@ -48,10 +48,12 @@ from negotiation.analysis._errors import (
 from negotiation.analysis._frontier import Allocation, Frontier, Problem, pareto_frontier
 from negotiation.analysis._guards import GuardResult, PostHocThresholds, run_guards, style_dagger
 from negotiation.analysis._metrics import (
+    EPISODE_COLUMNS,
     MetricContext,
     context_from_protocol,
     metrics_table,
     outcome_summary,
+    require_columns,
     score_identity_gap,
 )
 from negotiation.analysis._multiple import holm, interval_mark
@@ -89,7 +91,7 @@ from negotiation.analysis._validate import (
 from negotiation.analysis._viewer import viewer_html, write_viewer
 
 __all__ = [
-    "EFFICIENCY_COLUMNS", "METRICS", "PAIR_KEY", "Allocation", "AnalysisError", "AnalysisResult", "BootstrapSettings",
+    "EFFICIENCY_COLUMNS", "EPISODE_COLUMNS", "METRICS", "PAIR_KEY", "Allocation", "AnalysisError", "AnalysisResult", "BootstrapSettings",
     "Frontier", "FrontierError", "GuardResult", "MetricContext",
     "MetricError", "PairedTables", "PairingError", "PostHocThresholds", "Problem", "RegistryInputs", "ScenarioFrontier",
     "SettingsError", "Table", "ValidationFailed", "ValidationReport", "ValidationSettings",
@@ -100,7 +102,7 @@ __all__ = [
     "holm", "interval_mark", "load_tables", "max_welfare", "metric_series", "metrics_table",
     "nash_point", "not_estimable", "outcome_summary", "packet_results", "paired_values", "pareto_frontier",
     "percentile_interval", "problem_from_scenario", "report_results",
-    "require_valid", "require_validated", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
+    "require_columns", "require_valid", "require_validated", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
     "bootstrap_settings", "scoped", "signed_distance", "solve_scenario", "solve_scenarios",
     "style_dagger", "style_summary", "synthetic_tables", "validate_episodes", "write_synthetic_results",
     "validate_results", "validation_settings", "viewer_html", "viewer_results", "walk_aways", "with_derived_columns",

@@ -15,7 +15,7 @@ from typing import Any, Optional
 import numpy as np
 import typer
 
-from negotiation.analysis import AnalysisError
+from negotiation.analysis import EPISODE_COLUMNS, AnalysisError, require_columns
 
 STUDY = typer.Option("demo", "--study", help="Study whose protocol/<study>/ supplies the constants.")
 ROOT = typer.Option(None, "--root", help="Repository root holding protocol/ and registry/ (default: this checkout).")
@@ -44,6 +44,23 @@ def _results_dir(study, results: Optional[Path]) -> Path:
     return Path(results) if results is not None else study.layout.dir
 
 
+def _episode_table(path: Path) -> Any:
+    """``path`` read as an episode table; a missing path, a folder, a file that is not Parquet or a
+    table without the metrics' columns is an error naming the file (and the column)."""
+    import pandas as pd
+    import pyarrow
+
+    if not path.is_file():
+        raise AnalysisError(str(path), "<file>", "a folder, not an episode table" if path.is_dir()
+                            else "no such episode table")
+    try:
+        frame = pd.read_parquet(path)
+    except (pyarrow.ArrowException, OSError, ValueError) as exc:
+        raise AnalysisError(str(path), "<file>", f"not a Parquet episode table ({type(exc).__name__})") from exc
+    require_columns(frame, EPISODE_COLUMNS, str(path))
+    return frame
+
+
 def contrast_command(
     minuend: Path = typer.Argument(..., help="Episode table (Parquet) of the arm whose score is the minuend."),
     subtrahend: Path = typer.Argument(..., help="Episode table (Parquet) of the arm subtracted from it."),
@@ -64,11 +81,7 @@ def contrast_command(
     )
     from negotiation.study import ContrastSpec, load_study
 
-    frames = {}
-    for path in (minuend, subtrahend):
-        if not path.exists():
-            raise AnalysisError(str(path), "<file>", "no such episode table")
-        frames[f"{path}"] = pd.read_parquet(path)
+    frames = {f"{path}": _episode_table(path) for path in (minuend, subtrahend)}
     if len(frames) != 2:
         raise AnalysisError(str(minuend), "<file>", "minuend and subtrahend are the same file")
     protocol = load_study(study, root).protocol

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 from negotiation._install import install_hint
 from negotiation.cli._coerce import install_plain_params
-from negotiation.errors import NegotiationError, format_validation_error
+from negotiation.errors import ConfigError, NegotiationError, format_validation_error
 
 __all__ = ["EXIT_FAILED", "EXIT_INPUT", "app", "lazy_command", "main", "one_line", "run"]
 
@@ -203,7 +203,11 @@ def _global_options(
 
     configure_logging(verbose - quiet)
     if root is not None:
-        os.environ[ROOT_ENV] = str(root.resolve())  # subprocesses (stages, servers) inherit it
+        try:
+            resolved = root.resolve()
+        except (RuntimeError, OSError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+            raise ConfigError(f"--root:{root}: cannot be resolved ({exc})") from exc
+        os.environ[ROOT_ENV] = str(resolved)  # subprocesses (stages, servers) inherit it
         find_root()  # a folder without protocol/ and registry/ is refused here, by name
 
 

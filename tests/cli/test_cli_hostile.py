@@ -176,6 +176,14 @@ BAD_INPUT = [  # (arguments, fragment the one error line must hold); every case 
     (["frontier", "nope", "1"], "nope"),
     (["frontier", "used_car", "-1"], ""),
     (["contrast", "/nonexistent/a.parquet", "/nonexistent/b.parquet"], "/nonexistent/a.parquet"),
+    (["contrast", "TMP/not.parquet", "TMP/cols.parquet"], "not a Parquet episode table"),
+    (["contrast", "TMP", "TMP/cols.parquet"], "a folder, not an episode table"),
+    (["contrast", "TMP/cols.parquet", "TMP/cols2.parquet"], "cols.parquet:arm: column missing"),
+    (["--root", "TMP/loop_a", "audit", "demo"], "--root:"),
+    (["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domains", "",
+      "--seeds", "0:1", "--no-pilot", "--out", "OUT"], "names no domain"),
+    (["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domains", "used_car",
+      "--seeds", "0:9999999999999", "--no-pilot", "--out", "OUT"], "at most"),
     (["train-config", "nope", "arm", "--no-tokenizer"], "nope"),
     (["serve-standin", "--error-rate", "2"], "--error-rate"),
     (["serve-standin", "--kinds", "nope", "--port", "0"], "kinds"),
@@ -185,7 +193,16 @@ BAD_INPUT = [  # (arguments, fragment the one error line must hold); every case 
 
 @pytest.mark.parametrize("args, fragment", BAD_INPUT, ids=[" ".join(a)[:60] for a, _ in BAD_INPUT])
 def test_bad_input_is_one_line_and_exit_2(args, fragment, capsys, monkeypatch, tmp_path):
-    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    import os
+
+    import pandas as pd
+
+    (tmp_path / "not.parquet").write_text("x")
+    for name in ("cols.parquet", "cols2.parquet"):
+        pd.DataFrame({"a": [1]}).to_parquet(tmp_path / name)
+    os.symlink(tmp_path / "loop_b", tmp_path / "loop_a")
+    os.symlink(tmp_path / "loop_a", tmp_path / "loop_b")
+    args = [str(tmp_path / "out") if a == "OUT" else a.replace("TMP", str(tmp_path)) for a in args]
     status, out, err = nego(args, capsys, monkeypatch)
     assert_failure(status, err, 2, fragment)
     assert "hunter2hunter2" not in err
