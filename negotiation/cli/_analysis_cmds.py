@@ -16,6 +16,7 @@ import numpy as np
 import typer
 
 from negotiation.analysis import EPISODE_COLUMNS, AnalysisError, require_columns
+from negotiation.errors import ConfigError
 
 STUDY = typer.Option("demo", "--study", help="Study whose protocol/<study>/ supplies the constants.")
 ROOT = typer.Option(None, "--root", help="Repository root holding protocol/ and registry/ (default: this checkout).")
@@ -181,7 +182,10 @@ def signoff_command(
     from negotiation.study import load_study
 
     context = load_study(study, root)
-    when = dt.date.fromisoformat(date) if date else dt.date.today()
+    try:
+        when = dt.date.fromisoformat(date) if date else dt.date.today()
+    except ValueError as exc:
+        raise ConfigError(f"--date:{date}: not an ISO date YYYY-MM-DD ({exc})") from exc
     path = record_signoff(context, arm, reader=reader, verdict=verdict, transcripts=transcripts,
                           families=tuple(f.strip() for f in families.split(",") if f.strip()), notes=notes, date=when)
     typer.echo(f"signed off {arm} ({verdict}) in {path}")

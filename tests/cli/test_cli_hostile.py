@@ -180,6 +180,8 @@ BAD_INPUT = [  # (arguments, fragment the one error line must hold); every case 
     (["contrast", "TMP", "TMP/cols.parquet"], "a folder, not an episode table"),
     (["contrast", "TMP/cols.parquet", "TMP/cols2.parquet"], "cols.parquet:arm: column missing"),
     (["--root", "TMP/loop_a", "audit", "demo"], "--root:"),
+    (["signoff", "w16_base", "--reader", "r", "--verdict", "pass", "--transcripts", "3", "--date", "2026-02-30"],
+     "--date:2026-02-30"),
     (["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domains", "",
       "--seeds", "0:1", "--no-pilot", "--out", "OUT"], "names no domain"),
     (["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domains", "used_car",
