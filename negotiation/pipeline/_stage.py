@@ -82,12 +82,42 @@ def parser(description: str, *names: str) -> argparse.ArgumentParser:
     return p
 
 
+def check_stage_names(args: argparse.Namespace) -> None:
+    """``--study`` and the ``--arm`` / ``--run`` / ``--size`` a stage is called with are safe names of
+    that study (a stage script run by hand with ``../x`` or a typo otherwise traced back)."""
+    from negotiation.names import check_name
+
+    check_name("--study", args.study)
+    given = {key: getattr(args, key) for key in ("arm", "run", "size") if getattr(args, key, None) is not None}
+    if not given:
+        return
+    for key, value in given.items():
+        check_name(f"--{key}", value)
+    from negotiation.study import load_study  # only where there is a name to look up
+
+    study = load_study(args.study)
+    known = {"arm": study.arms,
+             "run": {a.run for a in study.arms.values() if a.kind == "trained"}
+             | {a.parent_run for a in study.arms.values() if getattr(a, "parent_run", None)},
+             "size": study.protocol.sizes}
+    for key, value in given.items():
+        if value not in known[key]:
+            article = "an" if key == "arm" else "a"
+            raise ConfigError(f"--{key}:{value}: not {article} {key} of study {args.study!r}; known: {sorted(known[key])}")
+
+
 def stage_main(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], Any]) -> None:
-    """Parse, run, print the result as JSON; a user-fixable error is one line and exit 1."""
+    """Parse, check the names, run, print the result as JSON; bad input is one line and exit 2, any
+    other user-fixable error one line and exit 1."""
     args = p.parse_args()
     configure_logging(default=logging.INFO)  # progress lines of long stages (NEGO_LOG_LEVEL overrides)
     os.environ.setdefault("MLFLOW_TRACKING_URI", tracking_uri_from_params())
     os.environ.setdefault(EXPERIMENT_PREFIX_ENV, runtime_knob("tracking.experiment_prefix", DEFAULT_EXPERIMENT_PREFIX))
+    try:
+        check_stage_names(args)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     try:
         result = run(args)
     except NegotiationError as exc:

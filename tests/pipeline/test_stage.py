@@ -133,3 +133,21 @@ def test_a_finished_stage_exits_with_its_output_and_exit_handlers(tmp_path, mode
     else:  # a live non-daemon thread: the normal shutdown waited for it
         assert (tmp_path / "thread").read_text() == "done"
         assert (tmp_path / "teardown").exists()
+
+
+@pytest.mark.parametrize("script, args, fragment", [
+    ("pilot.py", ["--arm", "../x", "--results", "R"], "--arm:name: '../x' is not a safe name"),
+    ("select_arm.py", ["--arm", "nope", "--results", "R"], "--arm:nope: not an arm of study 'demo'"),
+    ("evaluate.py", ["--arm", "nope", "--results", "R", "--metrics", "R/m.json"], "--arm:nope: not an arm"),
+    ("train.py", ["--run", "nope", "--out", "R", "--curves", "R/c.csv"], "--run:nope: not a run"),
+    ("init.py", ["--size", "w16x", "--out", "R"], "--size:w16x: not a size"),
+])
+def test_a_stage_script_run_by_hand_refuses_a_bad_name_in_one_line(script, args, fragment, tmp_path):
+    import subprocess
+    import sys
+
+    argv = [a.replace("R", str(tmp_path)) if a.startswith("R") else a for a in args]
+    out = subprocess.run([sys.executable, f"pipelines/{script}", "--study", "demo", *argv], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and fragment in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert not any(tmp_path.iterdir())
