@@ -79,8 +79,18 @@ def _write(path: Path, fingerprint: StoreFingerprint) -> None:
     os.replace(tmp, path)
 
 
+def refuse_links(root: Path) -> None:
+    """A store never follows a link out of its results folder: ``ConfigError`` when the store folder,
+    its parent (e.g. ``pilot/``) or a folder it writes into (``shards/``, ``superseded/``) is one."""
+    root = Path(root)
+    for folder in (root.parent, root, root / "shards", root / SUPERSEDED_DIR):
+        if folder.is_symlink():
+            raise ConfigError(f"{folder}:<folder>: a symlink; results folders do not follow links out of themselves")
+
+
 def move_aside(root: Path, label: str) -> Path | None:
     """Move the store's entries under ``root`` to ``superseded/<label>-<UTC time>/``; None if empty."""
+    refuse_links(root)
     present = [root / name for name in STORE_ENTRIES if (root / name).exists()]
     if not present:
         return None

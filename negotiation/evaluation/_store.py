@@ -33,6 +33,7 @@ import pandas as pd
 from negotiation.agents import redact_obj_with, redactor
 from negotiation.env import KEY
 from negotiation.errors import ConfigError, NegotiationError
+from negotiation.evaluation._fingerprint import refuse_links
 
 SHARD_VERSION = 1
 Key = tuple[str, str, int, str]
@@ -111,6 +112,7 @@ class ResultsStore:
 
     def __init__(self, root: Path | str):
         self.root = Path(root)
+        refuse_links(self.root)
         self.shards = self.root / "shards"
 
     def _shard_path(self, key: Key, attempt: int, status: str) -> Path:

@@ -151,3 +151,23 @@ def test_an_arm_name_never_makes_a_folder_outside_the_shards(tmp_path, arm):
     path = store.write((arm, "used_car", 5, "b1"), 1, row((arm, "used_car", 5, "b1")), [])
     assert path.parent.parent == store.shards and not path.parent.name.startswith(".")
     assert len(store.scan()) == 1
+
+
+@pytest.mark.parametrize("link", ["parent", "store", "shards", "superseded"])
+def test_a_store_refuses_a_linked_pilot_store_or_superseded_folder(tmp_path, link):
+    """Regression: a symlinked pilot/ or superseded/ inside a results folder was followed outside it."""
+    from negotiation.evaluation._fingerprint import SUPERSEDED_DIR, move_aside
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    results = tmp_path / "results"
+    parent = results / "pilot"
+    where = {"parent": parent, "store": parent / "arm1", "shards": parent / "arm1" / "shards",
+             "superseded": parent / "arm1" / SUPERSEDED_DIR}[link]
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ConfigError, match="symlink"):
+        ResultsStore(parent / "arm1")
+    with pytest.raises(ConfigError, match="symlink"):
+        move_aside(parent / "arm1", "old")
+    assert not any(outside.iterdir())
