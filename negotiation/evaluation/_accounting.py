@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from negotiation._atomic import write_atomic
 
 ACCOUNTING_VERSION = 1
 _TOKENS = ("tokens_in_seller", "tokens_out_seller", "tokens_in_buyer", "tokens_out_buyer")
@@ -62,10 +63,7 @@ def write_json(path: Path, payload: dict[str, Any]) -> Path:
     """Write JSON atomically (sorted keys, so equal payloads give equal bytes)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
 def write_accounting(root: Path, episodes: pd.DataFrame) -> Path:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from negotiation._atomic import write_atomic
 from negotiation.errors import ConfigError
 
 FINGERPRINT_FILE = "fingerprint.json"
@@ -73,10 +74,8 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _write(path: Path, fingerprint: StoreFingerprint) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     payload = {**fingerprint.model_dump(mode="json"), "digest": fingerprint.digest}
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
 def refuse_links(root: Path) -> None:

@@ -11,13 +11,13 @@ the decision into ``override`` (paper, Appendix K: the 10x LR Sonnet 5 cell was 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from negotiation._atomic import write_atomic
 from negotiation.agents import redact
 from negotiation.env import EnvConfig
 from negotiation.evaluation._cell import AgentFactory, AgentPool, CellSpec, run_cell
@@ -107,9 +107,7 @@ def result_path(root: Path, arm: str, buyer: str) -> Path:
 
 def _write_result(path: Path, result: PilotResult) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(redact(json.dumps(result.model_dump(), indent=2)) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, redact(json.dumps(result.model_dump(), indent=2)) + "\n")
 
 
 async def run_pilot(cell: CellSpec, protocol: Protocol, root: Path, env: EnvConfig, agents: AgentPool | AgentFactory,

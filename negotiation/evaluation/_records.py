@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from negotiation._atomic import write_atomic
 from negotiation.agents import redact
 from negotiation.protocol import SamplingSettings
 from negotiation.study import PilotCell, PilotRecord, SamplingRecord, SamplingUse, gate_passes
@@ -60,11 +61,6 @@ def sampling_record(study: str, arm: str, seller: Any, buyers: dict[str, Any], p
 
 def write_redacted(record: Any, path: Path) -> Path:
     """Write a record as indented JSON (credentials redacted), atomically."""
-    import os
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(redact(record.model_dump_json(indent=2)) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, redact(record.model_dump_json(indent=2)) + "\n")

@@ -21,7 +21,6 @@ import fcntl
 import hashlib
 import json
 import math
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
+from negotiation._atomic import atomic_path, write_atomic
 from negotiation.agents import redact_obj_with, redactor
 from negotiation.env import KEY
 from negotiation.errors import ConfigError, NegotiationError
@@ -178,13 +178,7 @@ class ResultsStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.parent.is_symlink() or path.parent.parent.is_symlink():
             raise ConfigError(f"{path.parent}:<folder>: a symlink; results folders do not follow links out of themselves")
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        return path
+        return write_atomic(path, text, fsync=True)
 
     def _read(self, path: Path) -> dict[str, Any]:
         try:
@@ -233,13 +227,8 @@ class ResultsStore:
 
     def _write_tables(self, episodes: pd.DataFrame, turns: pd.DataFrame) -> None:
         for frame, name in ((episodes, "episodes.parquet"), (turns, "turns.parquet")):
-            tmp = self.root / f".{name}.{os.getpid()}.tmp"
-            try:
+            with atomic_path(self.root / name) as tmp:
                 frame.to_parquet(tmp, index=False)
-            except BaseException:
-                tmp.unlink(missing_ok=True)
-                raise
-            os.replace(tmp, self.root / name)
 
     def lock(self) -> _StoreLock:
         """An exclusive lock on the store (released when the process dies, even by SIGKILL)."""

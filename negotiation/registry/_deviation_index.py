@@ -11,13 +11,13 @@ target branch's, where every old line must be kept unchanged.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Literal
 
 import yaml
 from pydantic import Field, ValidationError
 
+from negotiation._atomic import write_atomic
 from negotiation.errors import ConfigError
 from negotiation.protocol import StrictModel, display_path, load_yaml_model, parse_yaml
 
@@ -89,9 +89,7 @@ def append_to_index(folder: Path, entry_id: int, path: Path, *, root: Path | Non
     entries = list(index.entries) + [IndexEntry(id=entry_id, file=path.name, sha256=_sha256(path))]
     text = _HEADER + yaml.safe_dump(DeviationIndex(entries=tuple(entries)).model_dump(mode="json"),
                                     sort_keys=False, width=120)
-    tmp = folder / f".{INDEX_FILE}.{os.getpid()}.tmp"
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, folder / INDEX_FILE)
+    write_atomic(folder / INDEX_FILE, text)
 
 
 def appended_only(before: str, folder: Path, *, root: Path | None = None) -> list[str]:
