@@ -40,6 +40,7 @@ from negotiation.training._run import (
     write_curves,
 )
 from negotiation.training.lm._config import LmTrainConfig
+from negotiation.training.lm._diagnostics import group_signal
 from negotiation.training.lm._loss import TokenBatch, grpo_token_step
 from negotiation.training.lm._precision import MasterAdamW
 from negotiation.training.lm._rollout import Generate, TokenEpisodes, play_token_episodes
@@ -102,13 +103,17 @@ def _episode_stats(ep: TokenEpisodes) -> dict[str, float]:
 
 def _update(st: _State, cfg: LmTrainConfig, ep: TokenEpisodes, lr: float) -> dict[str, float]:
     t = cfg.run_protocol.training
-    adv = loo_advantages(ep.returns.reshape(t.scenarios_per_step, t.group_size)).reshape(-1)
+    returns = ep.returns.reshape(t.scenarios_per_step, t.group_size)
+    adv = loo_advantages(returns).reshape(-1)
     keep = [i for i in range(len(ep.ids)) if ep.trainable[i]]
-    batch = TokenBatch([ep.ids[i] for i in keep], [ep.gen_mask[i] for i in keep], [float(adv[i]) for i in keep])
+    sampled = getattr(ep, "gen_logprobs", None)  # the sampler's log-probs, aligned with ids, when it gives them
+    batch = TokenBatch([ep.ids[i] for i in keep], [ep.gen_mask[i] for i in keep], [float(adv[i]) for i in keep],
+                       None if sampled is None else [sampled[i] for i in keep])
     st.seller.model.train()
-    return grpo_token_step(st.seller.model, st.reference, st.optimizer, batch, lr=lr, clip_low=t.clip.low,
-                           clip_high=t.clip.high, kl_coef=t.kl.coefficient, max_grad_norm=MAX_GRAD_NORM,
-                           token_budget=cfg.runtime.micro_batch_tokens, pad_id=st.seller.pad_id)
+    metrics = grpo_token_step(st.seller.model, st.reference, st.optimizer, batch, lr=lr, clip_low=t.clip.low,
+                              clip_high=t.clip.high, kl_coef=t.kl.coefficient, max_grad_norm=MAX_GRAD_NORM,
+                              token_budget=cfg.runtime.micro_batch_tokens, pad_id=st.seller.pad_id)
+    return {**metrics, **group_signal(returns, adv[keep])}
 
 
 def _validate(st: _State, cfg: LmTrainConfig) -> float:

@@ -47,7 +47,9 @@ def test_run_writes_hf_checkpoints_curves_and_training_info(base, tmp_path):
     assert (step2 / info.base_checkpoint).resolve() == (tmp_path / "run" / "step_0").resolve()
     curves = pd.read_csv(tmp_path / "run" / "curves.csv")
     for key in ("train/reward", "train/kl_penalty", "train/entropy", "train/approx_entropy", "train/lr",
-                "train/grad_norm", "train/mean_gen_tokens", "train/bad_parse_rate"):
+                "train/grad_norm", "train/mean_gen_tokens", "train/bad_parse_rate", "train/group_return_std",
+                "train/zero_std_groups", "train/adv_min", "train/adv_p10", "train/adv_p50", "train/adv_p90",
+                "train/adv_max", "train/adv_abs_mean"):
         assert curves[key].notna().all(), key
     assert list(curves["step"]) == [1, 2]
     assert curves["train/kl_penalty"].iloc[0] == pytest.approx(0.0, abs=1e-6)  # step 1: policy == base
