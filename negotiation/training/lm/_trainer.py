@@ -18,6 +18,11 @@ One call of ``train_lm_arm`` trains one run with the protocol's recipe (paper §
    every ``validation_every`` steps; ``step_N/`` in Hugging Face format every
    ``checkpoint_every`` steps and at the end; curves to ``curves.csv``, ``validation.csv`` and
    MLflow; wall-clock figures to ``timing.csv`` (never to the curves, which must repeat exactly).
+   Beside the loss, the curves say how much of the step carried signal (``group_signal``: reward
+   spread within groups, advantage quantiles) and, when the sampler reports log-probs, how far they
+   are from the trainer's (``train/logprob_gap_*``).
+5. Resume: every checkpoint save also writes ``resume.pt`` (``_resume``); ``resume=True`` continues
+   an interrupted run exactly from its last checkpoint (a partial run is never overwritten).
 
 Seeding, start, the step schedule and the run's files are the demo trainer's
 (``negotiation.training._run``); this module holds what is the language model's own.
