@@ -76,7 +76,7 @@ def _train(study, arms, results: Path, steps_cap: int | None, budget: float | No
 
     from negotiation.study import protocol_hash
     from negotiation.training import final_checkpoint
-    from negotiation.training.lm import LmRuntime, lm_train_config_for, train_lm_arm
+    from negotiation.training.lm import RESUME_FILE, LmRuntime, lm_train_config_for, train_lm_arm
 
     runs: dict[str, object] = {}
     for arm in arms.values():
@@ -88,7 +88,8 @@ def _train(study, arms, results: Path, steps_cap: int | None, budget: float | No
     out = {}
     for run in order:
         arm = runs[run]
-        if (results / "train" / run / "curves.csv").is_file():
+        partial = (results / "train" / run / RESUME_FILE).is_file()  # cut by an earlier call's time limit
+        if (results / "train" / run / "curves.csv").is_file() and not partial:
             continue  # trained already (by an earlier arm of the same run)
         if _over(budget, f"training run {run}"):
             break
@@ -103,7 +104,7 @@ def _train(study, arms, results: Path, steps_cap: int | None, budget: float | No
         if device != "cpu":
             torch.cuda.reset_peak_memory_stats()
         _log(f"train {run}: {cfg.arm.steps} steps, size {arm.size}, lr x{arm.lr_multiple}")
-        summary = train_lm_arm(cfg, results / "train" / run, track=False)
+        summary = train_lm_arm(cfg, results / "train" / run, track=False, resume=partial)
         timing = pd.read_csv(results / "train" / run / "timing.csv")
         out[run] = _throughput(timing, summary.seconds, cfg.arm.steps)
         _log(f"train {run}: {json.dumps(out[run])}")

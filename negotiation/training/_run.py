@@ -169,7 +169,8 @@ def run_training(arm: RunArm, run_dir: str | Path, *, threads: int, setup: Calla
 
 def run_steps(ledger: RunLedger, arm: RunArm, recipe: Recipe, tracker: NullTracker, *, validate: Callable[[], float],
               save: Callable[[int], None], update: Callable[[int, float], dict[str, float]],
-              on_step: Callable[[int, int, dict[str, float]], None] | None = None) -> None:
+              on_step: Callable[[int, int, dict[str, float]], None] | None = None,
+              resume_step: int | None = None) -> None:
     """Own steps ``0 .. arm.steps`` of one run.
 
     Args:
@@ -178,15 +179,20 @@ def run_steps(ledger: RunLedger, arm: RunArm, recipe: Recipe, tracker: NullTrack
         update: one GRPO step (rollouts and the optimizer step) at own step ``s`` and rate
             ``lr``; returns its metrics (MLflow keys).
         on_step: ``(own step done, own steps, metrics)`` after each optimizer step (progress).
+        resume_step: an interrupted run resumed from its own ``step_N/``: steps up to N, N's
+            validation and save included, are done (the ledger holds their results); the loop
+            goes on from N's update with the schedule's step N.
     """
     peak, floor = recipe.learning_rate * arm.lr_multiple, recipe.lr_floor * arm.lr_multiple
-    for step in range(arm.steps + 1):
+    for step in range(resume_step or 0, arm.steps + 1):
         last, combined = step == arm.steps, ledger.branch_step + step
-        if (step == 0 and recipe.validate_at_step_zero) or (step > 0 and step % recipe.validation_every == 0) or last:
+        done = step == resume_step  # validated and saved before the interruption
+        validating = (step == 0 and recipe.validate_at_step_zero) or (step > 0 and step % recipe.validation_every == 0)
+        if not done and (validating or last):
             ledger.val_scores[step] = validate()
             tracker.log_step(combined, {"validation/score": ledger.val_scores[step]})
         fresh_start = step == 0 and ledger.parent_dir is None  # a continuation's step 0 is its parent
-        if fresh_start or (step > 0 and (step % recipe.checkpoint_every == 0 or last)):
+        if not done and (fresh_start or (step > 0 and (step % recipe.checkpoint_every == 0 or last))):
             save(step)
             tracker.flush()
         if last:

@@ -75,3 +75,8 @@ class MasterAdamW:
 
     def state_dict(self) -> dict[str, Any]:
         return self.inner.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore moments and step counts saved by ``state_dict`` (an exact resume); the masters
+        themselves come from the checkpoint's float32 weights."""
+        self.inner.load_state_dict(state)

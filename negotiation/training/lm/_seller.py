@@ -73,22 +73,31 @@ def _transformers() -> Any:
 
 def _load_model(folder: Path, cfg: LmTrainConfig, reference: bool) -> tuple[Any, list[torch.Tensor] | None]:
     """The model in the runtime's dtype and device; for the policy also the checkpoint's parameters
-    in float32 (the masters start from the stored values, not from their bf16 rounding)."""
+    in float32 (the masters start from the stored values, not from their bf16 rounding).
+
+    Policy and reference are loaded by the same call (``from_pretrained`` in the runtime dtype), so
+    at step 0 of a fresh run they are the same numbers, buffers included: casting a float32 model
+    to bf16 afterwards also rounds its rotary ``inv_freq`` buffer, which ``from_pretrained`` keeps
+    in float32, and gave a KL of 1-2e-4 to the base before any update on the H200."""
     transformers, rt = _transformers(), cfg.runtime
     if not (Path(folder) / "config.json").is_file():
         raise ConfigError(f"{folder}/config.json: not a Hugging Face checkpoint folder (arm {cfg.arm.arm!r})")
-    load_dtype = _DTYPES[rt.dtype] if reference else torch.float32
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=load_dtype).to(rt.device)
+    dtype = _DTYPES[rt.dtype]
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(rt.device)
     masters = None
     if reference:
         model.requires_grad_(False)
         model.eval()
-    else:
-        masters = [p.detach().clone() for p in model.parameters() if p.requires_grad]
-        model.to(_DTYPES[rt.dtype])
-        if rt.gradient_checkpointing:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-            model.config.use_cache = False
+        return model, masters
+    if dtype == torch.float32:
+        masters = [p.detach() for p in model.parameters() if p.requires_grad]
+    else:  # the stored float32 values, read by a second load (same parameter order) and dropped
+        exact = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+        masters = [p.detach().to(rt.device) for p in exact.parameters() if p.requires_grad]
+        del exact
+    if rt.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.config.use_cache = False
     return model, masters
 
 

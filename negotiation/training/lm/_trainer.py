@@ -18,6 +18,11 @@ One call of ``train_lm_arm`` trains one run with the protocol's recipe (paper §
    every ``validation_every`` steps; ``step_N/`` in Hugging Face format every
    ``checkpoint_every`` steps and at the end; curves to ``curves.csv``, ``validation.csv`` and
    MLflow; wall-clock figures to ``timing.csv`` (never to the curves, which must repeat exactly).
+   Beside the loss, the curves say how much of the step carried signal (``group_signal``: reward
+   spread within groups, advantage quantiles) and, when the sampler reports log-probs, how far they
+   are from the trainer's (``train/logprob_gap_*``).
+5. Resume: every checkpoint save also writes ``resume.pt`` (``_resume``); ``resume=True`` continues
+   an interrupted run exactly from its last checkpoint (a partial run is never overwritten).
 
 Seeding, start, the step schedule and the run's files are the demo trainer's
 (``negotiation.training._run``); this module holds what is the language model's own.
@@ -35,13 +40,16 @@ import pandas as pd
 import torch
 
 from negotiation.training._grpo import MAX_GRAD_NORM, loo_advantages
+from negotiation.training._checkpoint import step_dir
 from negotiation.training._run import (
     CURVES_FILE, VALIDATION_FILE, RunLedger, TrainSummary, run_steps, run_tracker, run_training, save_step,
     write_curves,
 )
 from negotiation.training.lm._config import LmTrainConfig
+from negotiation.training.lm._diagnostics import group_signal
 from negotiation.training.lm._loss import TokenBatch, grpo_token_step
 from negotiation.training.lm._precision import MasterAdamW
+from negotiation.training.lm._resume import RESUME_FILE, ResumeRecord, ResumeState, check_run_folder, write_resume
 from negotiation.training.lm._rollout import Generate, TokenEpisodes, play_token_episodes
 from negotiation.training.lm._seller import GeneratorFactory, HfSeller, load_seller
 from negotiation.training.nemo import (
@@ -65,16 +73,43 @@ class _State:
     timing: list[dict[str, float]] = field(default_factory=list)
 
 
-def _start(cfg: LmTrainConfig, ledger: RunLedger, factory: GeneratorFactory | None) -> _State:
+def _start(cfg: LmTrainConfig, ledger: RunLedger, factory: GeneratorFactory | None, run_dir: Path,
+           resumed: ResumeState | None) -> _State:
     arm, t = cfg.arm, cfg.run_protocol.training
     start, reference_dir = (arm.base, arm.base) if arm.parent is None else (arm.parent, ledger.base_dir)
+    if resumed is not None:  # the run's own last checkpoint: its float32 masters, exactly
+        start = step_dir(run_dir, resumed.record.step)
     seller, settings, generate = load_seller(start, cfg, factory)
     reference = load_seller(reference_dir, cfg, None, reference=True)[0].model
     # float32 master weights whatever the model's dtype: bf16 weights alone round 1e-4 updates away
     optimizer = MasterAdamW(seller.model.parameters(), lr=t.learning_rate * arm.lr_multiple,
                             betas=t.optimizer.betas, weight_decay=t.optimizer.weight_decay, start=seller.masters)
     seller.masters = optimizer.master  # checkpoints hold the float32 masters
-    return _State(ledger, seller, reference, optimizer, settings, generate)
+    st = _State(ledger, seller, reference, optimizer, settings, generate)
+    if resumed is not None:
+        _restore(st, resumed)
+    return st
+
+
+def _restore(st: _State, resumed: ResumeState) -> None:
+    """Put back what the run had at its last checkpoint besides the weights."""
+    rec, ledger = resumed.record, st.ledger
+    ledger.consumed, ledger.rng.bit_generator.state = rec.consumed, rec.rng_state
+    ledger.curves, ledger.val_scores = [dict(r) for r in rec.curves], dict(rec.val_scores)
+    ledger.checkpoints, st.timing = dict(rec.checkpoints), [dict(r) for r in rec.timing]
+    st.optimizer.load_state_dict(resumed.optimizer)
+    torch.set_rng_state(resumed.torch_rng)
+    if resumed.cuda_rng is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(resumed.cuda_rng)
+
+
+def _resume_state(st: _State, cfg: LmTrainConfig, step: int) -> ResumeState:
+    ledger = st.ledger
+    record = ResumeRecord(step=step, consumed=ledger.consumed, rng_state=ledger.rng.bit_generator.state,
+                          curves=ledger.curves, val_scores=ledger.val_scores, checkpoints=ledger.checkpoints,
+                          timing=st.timing, config=cfg.model_dump(mode="json"))
+    return ResumeState(record=record, optimizer=st.optimizer.state_dict(), torch_rng=torch.get_rng_state(),
+                       cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
 
 
 def _play(st: _State, cfg: LmTrainConfig, states: list, seeds: list[int]) -> TokenEpisodes:
@@ -102,13 +137,17 @@ def _episode_stats(ep: TokenEpisodes) -> dict[str, float]:
 
 def _update(st: _State, cfg: LmTrainConfig, ep: TokenEpisodes, lr: float) -> dict[str, float]:
     t = cfg.run_protocol.training
-    adv = loo_advantages(ep.returns.reshape(t.scenarios_per_step, t.group_size)).reshape(-1)
+    returns = ep.returns.reshape(t.scenarios_per_step, t.group_size)
+    adv = loo_advantages(returns).reshape(-1)
     keep = [i for i in range(len(ep.ids)) if ep.trainable[i]]
-    batch = TokenBatch([ep.ids[i] for i in keep], [ep.gen_mask[i] for i in keep], [float(adv[i]) for i in keep])
+    sampled = getattr(ep, "gen_logprobs", None)  # the sampler's log-probs, aligned with ids, when it gives them
+    batch = TokenBatch([ep.ids[i] for i in keep], [ep.gen_mask[i] for i in keep], [float(adv[i]) for i in keep],
+                       None if sampled is None else [sampled[i] for i in keep])
     st.seller.model.train()
-    return grpo_token_step(st.seller.model, st.reference, st.optimizer, batch, lr=lr, clip_low=t.clip.low,
-                           clip_high=t.clip.high, kl_coef=t.kl.coefficient, max_grad_norm=MAX_GRAD_NORM,
-                           token_budget=cfg.runtime.micro_batch_tokens, pad_id=st.seller.pad_id)
+    metrics = grpo_token_step(st.seller.model, st.reference, st.optimizer, batch, lr=lr, clip_low=t.clip.low,
+                              clip_high=t.clip.high, kl_coef=t.kl.coefficient, max_grad_norm=MAX_GRAD_NORM,
+                              token_budget=cfg.runtime.micro_batch_tokens, pad_id=st.seller.pad_id)
+    return {**metrics, **group_signal(returns, adv[keep])}
 
 
 def _validate(st: _State, cfg: LmTrainConfig) -> float:
@@ -130,7 +169,7 @@ def _write_timing(st: _State, run_dir: Path) -> None:
 
 
 def train_lm_arm(cfg: LmTrainConfig, run_dir: str | Path, *, track: bool = True,
-                 generator_factory: GeneratorFactory | None = None) -> TrainSummary:
+                 generator_factory: GeneratorFactory | None = None, resume: bool = False) -> TrainSummary:
     """Train one run; write ``run_dir`` (``step_N/`` Hugging Face folders, curves, timing).
 
     Args:
@@ -139,13 +178,23 @@ def train_lm_arm(cfg: LmTrainConfig, run_dir: str | Path, *, track: bool = True,
         track: log the run to MLflow (``MLFLOW_TRACKING_URI``, default ``sqlite:///mlflow.db``).
         generator_factory: builds the batched sampler from the loaded seller; default the
             KV-cache generator of ``negotiation.lm``.
+        resume: continue the partial run in ``run_dir`` from its ``resume.pt`` (its last
+            checkpoint) exactly; without it a folder holding a partial run is refused
+            (``check_run_folder``). With nothing saved yet the run starts fresh.
     """
     run_dir = Path(run_dir)
+    resumed = check_run_folder(run_dir, cfg, resume)
     return run_training(cfg.arm, run_dir, threads=cfg.runtime.threads,
-                        setup=lambda ledger: _start(cfg, ledger, generator_factory),
+                        setup=lambda ledger: _start(cfg, ledger, generator_factory, run_dir, resumed),
                         tracker=lambda parent_run: _tracker(cfg, track, parent_run),
-                        train=lambda st, tracker: _loop(st, cfg, run_dir, tracker),
-                        write=lambda st: _write_timing(st, run_dir))
+                        train=lambda st, tracker: _loop(st, cfg, run_dir, tracker, resumed),
+                        write=lambda st: _finish(st, run_dir))
+
+
+def _finish(st: _State, run_dir: Path) -> None:
+    """The run ended: its timing table; the resume state goes (a finished run has nothing to resume)."""
+    _write_timing(st, run_dir)
+    (run_dir / RESUME_FILE).unlink(missing_ok=True)
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -158,9 +207,10 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, time.perf_counter() - start
 
 
-def _loop(st: _State, cfg: LmTrainConfig, run_dir: Path, tracker: NullTracker) -> None:
+def _loop(st: _State, cfg: LmTrainConfig, run_dir: Path, tracker: NullTracker, resumed: ResumeState | None) -> None:
     """Own steps 0..N (``run_steps``); each update plays ``scenarios_per_step`` x ``group_size``
-    token episodes and takes one token-level GRPO step on them."""
+    token episodes and takes one token-level GRPO step on them. A resumed run goes on after its
+    last checkpoint (re-logging the steps before it: the tracker is a new MLflow run)."""
     t, arm, ledger = cfg.run_protocol.training, cfg.arm, st.ledger
 
     def update(step: int, lr: float) -> dict[str, float]:
@@ -179,8 +229,15 @@ def _loop(st: _State, cfg: LmTrainConfig, run_dir: Path, tracker: NullTracker) -
         save_step(ledger, arm, run_dir, step, st.seller, tracker)
         write_curves(ledger, run_dir)  # a run cut short keeps its curves up to its last checkpoint
         _write_timing(st, run_dir)
+        write_resume(run_dir, _resume_state(st, cfg, step))
 
-    run_steps(ledger, arm, t, tracker, validate=lambda: _validate(st, cfg), save=save, update=update)
+    if resumed is not None:
+        for step, score in ledger.val_scores.items():
+            tracker.log_step(ledger.branch_step + step, {"validation/score": score})
+        for row in ledger.curves:
+            tracker.log_step(int(row["combined_step"]), {k: v for k, v in row.items() if k not in ("step", "combined_step")})
+    run_steps(ledger, arm, t, tracker, validate=lambda: _validate(st, cfg), save=save, update=update,
+              resume_step=None if resumed is None else resumed.record.step)
 
 
 def _timing_row(st: _State, step: int, ep: TokenEpisodes, gen_s: float, train_s: float) -> dict[str, float]:

@@ -74,3 +74,33 @@ def test_gradient_is_the_advantage_weighted_token_mean():
     loss.backward()
     expect = table.grad
     torch.testing.assert_close(model.table.weight.grad, expect)
+
+
+def _sampler_logprobs(model: _Lm, batch: TokenBatch, shift: int = 0) -> list[list[float]]:
+    """log π(ids[t] | ids[t-1]) of the bigram model in float64, at position t (0 at t = 0);
+    ``shift`` moves each row's values ``shift`` positions right (a misaligned sampler)."""
+    table = torch.log_softmax(model.table.weight.detach().double(), -1)
+    rows = []
+    for ids in batch.ids:
+        row = [0.0] + [float(table[ids[t - 1], ids[t]]) for t in range(1, len(ids))]
+        rows.append(([0.0] * shift + row)[: len(row)])
+    return rows
+
+
+@pytest.mark.parametrize("budget", [4, 10_000])
+def test_sampler_logprob_gap_is_zero_when_aligned_and_large_when_shifted(budget):
+    torch.manual_seed(3)
+    model, reference = _Lm(), _Lm()
+    with torch.no_grad():
+        model.table.weight.mul_(4.0)  # peaked rows: a wrong position's log-prob differs clearly
+    batch = TokenBatch(ids=[[1, 2, 3, 4, 5], [6, 7, 8], [9, 10, 11, 12]],
+                       gen_mask=[[0, 0, 1, 1, 0], [0, 1, 1], [0, 0, 1, 1]], advantages=[1.0, -0.5, 2.0])
+    kw = dict(lr=0.0, clip_low=0.2, clip_high=0.2, kl_coef=0.04, max_grad_norm=1e9, token_budget=budget, pad_id=0)
+    plain = grpo_token_step(model, reference, torch.optim.SGD(model.parameters(), lr=0.0), batch, **kw)
+    assert "train/logprob_gap_mean" not in plain  # no sampler log-probs: no gap columns
+    aligned = TokenBatch(batch.ids, batch.gen_mask, batch.advantages, _sampler_logprobs(model, batch))
+    m = grpo_token_step(model, reference, torch.optim.SGD(model.parameters(), lr=0.0), aligned, **kw)
+    assert m["train/logprob_gap_max"] < 1e-5 and m["train/logprob_gap_mean"] <= m["train/logprob_gap_max"]
+    shifted = TokenBatch(batch.ids, batch.gen_mask, batch.advantages, _sampler_logprobs(model, batch, shift=1))
+    m = grpo_token_step(model, reference, torch.optim.SGD(model.parameters(), lr=0.0), shifted, **kw)
+    assert m["train/logprob_gap_mean"] > 0.5 and m["train/logprob_gap_max"] > 1.0

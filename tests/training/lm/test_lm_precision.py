@@ -113,3 +113,27 @@ def test_a_bf16_run_at_a_tiny_rate_moves_its_checkpoints_which_hold_float32_mast
     assert len(moved) == len(end)
     rounded = [k for k in end if not torch.equal(end[k].to(torch.bfloat16), start[k].to(torch.bfloat16))]
     assert len(rounded) < len(end)  # most 2e-6 moves stay inside one bf16 ulp: only the masters hold them
+
+
+def test_bf16_policy_and_reference_are_the_same_numbers_at_step_zero(tmp_path):
+    """Loaded by one path (buffers included), the policy's logits equal the reference's, so the KL
+    of step 1 (measured before the optimizer step) is exactly 0 in bf16 on the CPU."""
+    pytest.importorskip("transformers")
+    import pandas as pd
+
+    from negotiation.training.lm import LmArm, LmRuntime, LmTrainConfig, load_seller, train_lm_arm
+    from tests.training.lm.tiny_lm import canned_generator, tiny_protocol, write_tiny_checkpoint
+
+    base = write_tiny_checkpoint(tmp_path / "base")
+    cfg = LmTrainConfig(protocol=tiny_protocol(),
+                        arm=LmArm(study="tiny", arm="bf16", size="w16", base=base, lr_multiple=1.0, steps=1, seed=3),
+                        runtime=LmRuntime(dtype="bfloat16", micro_batch_tokens=4096))
+    policy = load_seller(base, cfg, canned_generator)[0]
+    reference = load_seller(base, cfg, None, reference=True)[0].model
+    assert next(policy.model.parameters()).dtype == torch.bfloat16
+    assert all(m.dtype == torch.float32 for m in policy.masters)
+    ids = torch.arange(5, 70)[None]
+    policy.model.train()
+    torch.testing.assert_close(policy.model(input_ids=ids).logits, reference(input_ids=ids).logits, rtol=0, atol=0)
+    train_lm_arm(cfg, tmp_path / "run", track=False, generator_factory=canned_generator)
+    assert pd.read_csv(tmp_path / "run" / "curves.csv")["train/kl_penalty"].iloc[0] == 0.0

@@ -47,7 +47,9 @@ def test_run_writes_hf_checkpoints_curves_and_training_info(base, tmp_path):
     assert (step2 / info.base_checkpoint).resolve() == (tmp_path / "run" / "step_0").resolve()
     curves = pd.read_csv(tmp_path / "run" / "curves.csv")
     for key in ("train/reward", "train/kl_penalty", "train/entropy", "train/approx_entropy", "train/lr",
-                "train/grad_norm", "train/mean_gen_tokens", "train/bad_parse_rate"):
+                "train/grad_norm", "train/mean_gen_tokens", "train/bad_parse_rate", "train/group_return_std",
+                "train/zero_std_groups", "train/adv_min", "train/adv_p10", "train/adv_p50", "train/adv_p90",
+                "train/adv_max", "train/adv_abs_mean"):
         assert curves[key].notna().all(), key
     assert list(curves["step"]) == [1, 2]
     assert curves["train/kl_penalty"].iloc[0] == pytest.approx(0.0, abs=1e-6)  # step 1: policy == base
@@ -99,3 +101,28 @@ def test_one_step_with_the_batched_kv_cache_generator(base, tmp_path):
     assert curves["train/mean_gen_tokens"].iloc[0] > 0
     assert curves["train/bad_parse_rate"].iloc[0] == 1.0  # an untrained model writes no valid turn
 
+
+
+def test_sampler_logprobs_of_the_episodes_reach_the_curves(base, tmp_path, monkeypatch):
+    """When the rollouts carry ``gen_logprobs`` (aligned with ``ids``) the update logs the gap;
+    here the sampler claims probability 1 for every token, so the gap is the mean -log π > 0."""
+    import dataclasses
+
+    from negotiation.training.lm import TokenEpisodes, _trainer
+
+    @dataclasses.dataclass(frozen=True)
+    class WithLogprobs(TokenEpisodes):
+        gen_logprobs: list = dataclasses.field(default_factory=list)
+
+    real = _trainer._play
+
+    def play(*args, **kwargs):
+        ep = real(*args, **kwargs)
+        fields = {f.name: getattr(ep, f.name) for f in dataclasses.fields(TokenEpisodes)}
+        return WithLogprobs(**fields, gen_logprobs=[[0.0] * len(r) for r in ep.ids])
+
+    monkeypatch.setattr(_trainer, "_play", play)
+    _train(base, tmp_path / "run", steps=1)
+    curves = pd.read_csv(tmp_path / "run" / "curves.csv")
+    assert curves["train/logprob_gap_mean"].iloc[0] > 1.0  # an untrained 4k-vocabulary model: -log π ≈ 8
+    assert curves["train/logprob_gap_max"].iloc[0] >= curves["train/logprob_gap_mean"].iloc[0]
