@@ -41,8 +41,9 @@ class RetryPolicy(BaseModel):
     max_retry_after_s: float = Field(default=600.0, ge=0)
     """Longest ``Retry-After`` honoured; a server asking for more is waited on this long."""
     timeout_s: float = Field(default=120.0, gt=0)
-    """Whole-request deadline: from sending the request to the reply's last byte (a provider that
-    sends slowly, or sends headers and then dribbles, is cut off here, not per read)."""
+    """Longest wait for any one part of a reply (connecting, each read); the whole request, from
+    sending it to the reply's last byte, gets at most ``DEADLINE_FACTOR`` times this, so a provider
+    that sends headers and then dribbles a byte at a time is cut off."""
     max_reply_bytes: int = Field(default=8 * 2**20, gt=0)
     """Largest reply body read (8 MiB by default; a chat completion is kilobytes): a longer one is
     a failed call, read no further, so a runaway body never fills memory or the results."""

@@ -8,14 +8,19 @@ variable, bearer tokens and ``sk-``-style keys by a marker naming only the varia
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any, Callable, Iterable, Mapping
+from urllib.parse import quote, quote_plus
 
 _SECRET_NAME = re.compile(r"(API_?KEY|_KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$|API_?KEY", re.IGNORECASE)
 _BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE)
 _KEY_LIKE = re.compile(r"\b(sk|rk|pk|key)-[A-Za-z0-9_-]{12,}\b")
 _MIN_SECRET_LEN = 6  # shorter values ("1", "true") would redact ordinary words
+_MIN_REGISTERED_LEN = 2  # a variable named by api_key_env is a credential even when short
+FRAGMENT_LEN = 8
+"""A piece of a key this long, cut at a string's edge, is redacted too."""
 _extra_names: set[str] = set()
 
 
@@ -25,19 +30,43 @@ def register_secret_env(name: str) -> None:
 
 
 def secret_values(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """``value -> variable name`` for every secret-looking variable of the environment."""
+    """``value -> variable name`` for every secret-looking variable of the environment.
+
+    A variable named by ``api_key_env`` (``register_secret_env``) counts at any length but a
+    trivial one: it is a credential whatever it looks like. Other secret-looking names count
+    from ``_MIN_SECRET_LEN`` characters, so flags like ``1`` or ``true`` redact no words.
+    """
     env = os.environ if environ is None else environ
     found: dict[str, str] = {}
     for name, value in env.items():
-        if (name in _extra_names or _SECRET_NAME.search(name)) and len(value) >= _MIN_SECRET_LEN:
+        registered = name in _extra_names and len(value) >= _MIN_REGISTERED_LEN
+        if registered or (_SECRET_NAME.search(name) and len(value) >= _MIN_SECRET_LEN):
             found[value] = name
     return found
+
+
+def _forms(value: str) -> set[str]:
+    """The spellings a provider may echo a key in: as is, URL-encoded, JSON-escaped."""
+    return {value, quote(value, safe=""), quote_plus(value, safe=""), json.dumps(value)[1:-1]}
+
+
+def _cut_fragment(text: str, value: str) -> tuple[int, int] | None:
+    """Where ``text`` holds a piece of ``value`` cut by a truncation: a prefix of the key ending the
+    text, or a suffix of it starting the text, of ``FRAGMENT_LEN`` characters or more."""
+    for n in range(min(len(value) - 1, len(text)), FRAGMENT_LEN - 1, -1):
+        if text.endswith(value[:n]):
+            return len(text) - n, len(text)
+        if text.startswith(value[-n:]):
+            return 0, n
+    return None
 
 
 def redactor(environ: dict[str, str] | None = None) -> Callable[[str], str]:
     """A function redacting one string, with the environment's secrets read once (not per string)."""
     # Longest first, so a secret that contains another is replaced whole.
-    secrets = sorted(secret_values(environ).items(), key=lambda kv: -len(kv[0]))
+    secrets = sorted(((form, name) for value, name in secret_values(environ).items() for form in _forms(value)),
+                     key=lambda kv: -len(kv[0]))
+    whole = [(value, name) for value, name in secret_values(environ).items() if len(value) > FRAGMENT_LEN]
 
     def apply(text: str) -> str:
         if not text:
@@ -45,6 +74,9 @@ def redactor(environ: dict[str, str] | None = None) -> Callable[[str], str]:
         for value, name in secrets:
             if value in text:
                 text = text.replace(value, f"[redacted:{name}]")
+        for value, name in whole:  # a key cut in half at a string's edge by some truncation
+            if (span := _cut_fragment(text, value)) is not None:
+                text = text[:span[0]] + f"[redacted:{name}]" + text[span[1]:]
         text = _BEARER.sub(r"\1[redacted]", text)
         return _KEY_LIKE.sub("[redacted-key]", text)
 

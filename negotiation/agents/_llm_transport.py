@@ -95,6 +95,7 @@ def parse_retry_after(headers: Any) -> float | None:
 
 def failure_from_status(status: int, body: str, headers: Any) -> CallFailure:
     """Classify an HTTP error response."""
+    body = redact(body)  # before any cut: a key straddling the cut would leave its first half behind
     message, param = body[:500], None
     try:
         err = json.loads(body).get("error", {}) if len(body) < 100_000 else None
@@ -111,6 +112,8 @@ def failure_from_status(status: int, body: str, headers: Any) -> CallFailure:
                        retry_after=parse_retry_after(headers), status=status, param=param)
 
 
+DEADLINE_FACTOR = 2.0
+"""A request's whole deadline in units of its per-read timeout (``RetryPolicy.timeout_s``)."""
 DEFAULT_MAX_REPLY_BYTES = 8 * 2**20
 """Largest reply body ``HttpTransport`` reads unless told otherwise (``RetryPolicy.max_reply_bytes``)."""
 
@@ -187,12 +190,13 @@ class HttpTransport:
                        extra_body: dict[str, Any]) -> Completion:
         body = {"model": self.model, "messages": messages, **params, **extra_body}
         try:
-            # One deadline for the whole exchange: httpx's timeouts are per read, so a server that
-            # sends a byte at a time would otherwise hold the call for as long as it likes.
-            async with asyncio.timeout(self.timeout_s):
+            # A deadline for the whole exchange besides httpx's per-read timeout: a server that sends a
+            # byte at a time would otherwise hold the call for as long as it likes.
+            async with asyncio.timeout(DEADLINE_FACTOR * self.timeout_s):
                 status, headers, content = await self._exchange(body)
         except (httpx.TimeoutException, TimeoutError) as exc:
-            raise CallFailure("Timeout", f"no whole reply within {self.timeout_s} s ({type(exc).__name__})",
+            raise CallFailure("Timeout", f"no reply within {self.timeout_s} s a read, "
+                              f"{DEADLINE_FACTOR * self.timeout_s} s in all ({type(exc).__name__})",
                               transient=True) from exc
         except httpx.DecodingError as exc:  # e.g. a body that is not the gzip its header says
             raise CallFailure("MalformedResponse", f"{type(exc).__name__}: {exc}", transient=True) from exc
@@ -276,11 +280,12 @@ class LitellmTransport:
             # there; the placeholder satisfies the client (vLLM's convention).
             kwargs["api_key"] = "EMPTY"
         try:
-            async with asyncio.timeout(self.timeout_s):  # litellm's timeout is the client's, per read
+            async with asyncio.timeout(DEADLINE_FACTOR * self.timeout_s):  # litellm's timeout is per read
                 response = await lib.acompletion(**kwargs)
             payload = response.model_dump() if hasattr(response, "model_dump") else response
         except TimeoutError as exc:
-            raise CallFailure("Timeout", f"no whole reply within {self.timeout_s} s", transient=True) from exc
+            raise CallFailure("Timeout", f"no whole reply within {DEADLINE_FACTOR * self.timeout_s} s",
+                              transient=True) from exc
         except _REPLY_ERRORS as exc:  # the client choked on what the provider sent
             raise CallFailure("MalformedResponse", f"{type(exc).__name__} reading the reply",
                               transient=True) from exc

@@ -75,7 +75,7 @@ def evaluate(
     deviation: Optional[int] = typer.Option(None, "--deviation", help="Deviation id covering a failed pilot gate"),
     max_attempts: int = typer.Option(8, "--max-attempts", min=1, max=100, help="Attempts per LLM call"),
     timeout: float = typer.Option(120.0, "--timeout", min=0.001, max=86_400.0,
-                                  help="Seconds an LLM request may take, from sending to the reply's last byte"),
+                                  help="Seconds an LLM request may wait for each part of its reply (twice this in all)"),
     max_reply_bytes: int = typer.Option(8 * 2**20, "--max-reply-bytes", min=1, max=2**31,
                                         help="Largest LLM reply body read; a longer one is an error row"),
     backoff: float = typer.Option(1.0, "--backoff", min=0.0, max=3600.0,

@@ -117,14 +117,19 @@ def play_command(
     scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
     episode = play_episode(seller, buyer, scenario, config, study)
     record = episode_json(episode, study)
+    from negotiation.agents import redact, redact_obj
+
+    # A provider may echo the key into a turn's text: the terminal gets what a stored record would.
     if as_json:
-        print_json(record)
+        print_json(redact_obj(record))
         return
     from rich.rule import Rule
     from rich.text import Text
 
     out = console()
-    out.print(Rule(Text(f"{domain} · seed {seed} · {phase} · seller {seller} vs buyer {buyer}")))
-    for turn in episode.turns:
-        _print_turn(out, turn)
-    _print_outcome(out, episode, record["reward"])
+    with out.capture() as shown:
+        out.print(Rule(Text(f"{domain} · seed {seed} · {phase} · seller {seller} vs buyer {buyer}")))
+        for turn in episode.turns:
+            _print_turn(out, turn)
+        _print_outcome(out, episode, record["reward"])
+    typer.echo(redact(shown.get()), nl=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
+from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from negotiation.agents._llm_secrets import forbid_inline_secrets, redact, redact_obj, secret_values
@@ -42,3 +43,50 @@ def test_specs_name_the_variable_never_the_key():
         forbid_inline_secrets("litellm:openai/m?api_key=sk-live-0123456789abcdef", ["api_key"])
     assert "sk-live-0123456789abcdef" not in str(info.value)
     forbid_inline_secrets("litellm:openai/m?api_key_env=MY_KEY", ["api_key_env", "max_tokens", "api_base"])
+
+
+KEY = "Zq9/x y+z&w=v~plainish-42"  # a key with characters URL and JSON encodings change
+
+
+def fragments(text: str, key: str, length: int = 8) -> list[str]:
+    """Every piece of ``key`` of ``length`` characters or more that ``text`` holds."""
+    return [key[i:i + length] for i in range(len(key) - length + 1) if key[i:i + length] in text]
+
+
+@pytest.mark.parametrize("form", ["plain", "url", "url_plus", "json"])
+def test_a_key_echoed_in_an_encoded_form_is_redacted(form):
+    import json
+    from urllib.parse import quote, quote_plus
+
+    echoed = {"plain": KEY, "url": quote(KEY, safe=""), "url_plus": quote_plus(KEY, safe=""),
+              "json": json.dumps(KEY)[1:-1]}[form]
+    assert fragments(redact(f"request to /v1?key={echoed} failed", {"PLANTED_API_KEY": KEY}), KEY) == []
+
+
+@hypothesis_settings(max_examples=200)
+@given(cut=st.integers(min_value=1, max_value=len(KEY) - 1), before=st.text(max_size=20))
+def test_a_key_cut_at_a_string_edge_leaves_no_piece_of_8_characters(cut, before):
+    env = {"PLANTED_API_KEY": KEY}
+    assert fragments(redact(before + KEY[:cut], env), KEY) == []  # cut after its start (a truncation)
+    assert fragments(redact(KEY[cut:] + before, env), KEY) == []  # the rest, starting the next string
+
+
+def test_a_short_key_named_by_api_key_env_is_redacted():
+    from negotiation.agents._llm_secrets import register_secret_env
+
+    register_secret_env("TINY_PROVIDER_PASS")
+    assert redact("echo: k3y9!", {"TINY_PROVIDER_PASS": "k3y9!"}) == "echo: [redacted:TINY_PROVIDER_PASS]"
+    assert redact("echo: k3y9!", {"OTHER_PASS": "k3y9!"}) == "echo: k3y9!"  # unregistered and short: a word
+
+
+@pytest.mark.parametrize("cut", [500, 2000])
+def test_an_error_body_cut_through_the_key_keeps_no_piece_of_it(cut, monkeypatch):
+    import json
+
+    from negotiation.agents._llm_transport import failure_from_status
+
+    padding = "x" * (cut - 10)
+    monkeypatch.setenv("PLANTED_API_KEY", KEY)
+    plain = failure_from_status(401, padding + KEY + " tail", {})
+    wrapped = failure_from_status(401, json.dumps({"error": {"message": padding + KEY}}), {})
+    assert fragments(plain.message, KEY) == [] and fragments(wrapped.message, KEY) == []

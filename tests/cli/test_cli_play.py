@@ -137,3 +137,22 @@ def test_a_served_seller_runs_the_evaluate_lifecycle_started_and_stopped(monkeyp
 def assert_one_line_error_exit_1(result, fragment: str) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], result.stderr
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_play_prints_no_key_a_provider_echoes(as_json, monkeypatch):
+    """Regression: nego play showed an echoed key on stdout and in --json (stored records were clean)."""
+    from tests.agents.test_llm_transport_anomalies import EchoServer
+    from tests.cli.cli_runner import nego
+
+    key = "Zq9_x.y~z/w+v==plainish"
+    monkeypatch.setenv("MY_PROVIDER_THING", key)
+    server = EchoServer([b""])
+    try:
+        seller = f"litellm:openai/m?api_base={server.api_base}&api_key_env=MY_PROVIDER_THING&max_attempts=1"
+        result = nego("play", "--seller", seller, "--buyer", "scripted:conceder", "--domain", "used_car", "--seed", "1",
+                      *(["--json"] if as_json else []))
+    finally:
+        server.close()
+    shown = result.stdout + result.stderr
+    assert key not in shown and key[:8] not in shown and "[redacted:MY_PROVIDER_THING]" in shown, shown[-2000:]

@@ -22,8 +22,8 @@ def play(tmp_path, name, **faults):
                         domains=("used_car", "job_offer", "media_rights"), seeds=(5_000_000, 5_000_001, 5_000_002),
                         dirichlet_alpha=DEMO.environment.dirichlet_alpha)
 
-        # The timeout is a whole-request deadline, which also runs while the loop plays other
-        # episodes: 0.5 s leaves honest replies on 2 busy cores inside it; injected hangs are 1 s.
+        # Each read may take the timeout and the whole request twice that, also while the loop plays
+        # other episodes: 0.5 s keeps honest replies on 2 busy cores inside it; injected hangs are 1 s.
         def factory(spec, role):
             return make_litellm_agent(parse_spec(spec), role, settings(FAST_RETRY.model_copy(update={"timeout_s": 0.5})))
 
