@@ -42,7 +42,7 @@ from negotiation.training._run import (
 from negotiation.training.lm._config import LmTrainConfig
 from negotiation.training.lm._loss import TokenBatch, grpo_token_step
 from negotiation.training.lm._precision import MasterAdamW
-from negotiation.training.lm._rollout import Generate, TokenEpisodes, play_token_episodes
+from negotiation.training.lm._rollout import EpisodeEngine, Generate, TokenEpisodes, play_token_episodes
 from negotiation.training.lm._seller import GeneratorFactory, HfSeller, load_seller
 from negotiation.training.nemo import (
     NegotiationStepLogic, NemoEnvSettings, training_scenarios, validation_scenarios,
@@ -61,7 +61,7 @@ class _State:
     reference: torch.nn.Module
     optimizer: MasterAdamW
     settings: NemoEnvSettings
-    generate: Generate
+    generate: Generate | EpisodeEngine
     timing: list[dict[str, float]] = field(default_factory=list)
 
 
