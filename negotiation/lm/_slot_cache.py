@@ -2,7 +2,7 @@
 
 transformers' ``StaticCache`` writes every row at one shared cache position, so all rows of a
 batch must be at the same length. A continuous batch holds sequences of different lengths that
-grow at different times: ``SlotCache`` writes each row's new keys and values at that row's own
+grow at different times: ``slot_cache`` builds one that writes each row's new keys and values at that row's own
 positions, read from a tensor (``SlotIndex.positions``) that the caller fills before a forward
 pass, and returns the whole static buffers, so attention reads every position and an explicit
 boolean mask (``[B, 1, T, C + 1]``) says which are the row's. Position ``C`` (the last) is a
@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["SlotCache", "SlotIndex"]
+__all__ = ["SlotIndex", "slot_cache"]
 
 
 @dataclass
@@ -74,7 +74,7 @@ def _layer_class() -> type:
     return SlotLayer
 
 
-def SlotCache(config: Any, *, rows: int, positions: int, dtype: torch.dtype, device: torch.device) -> Any:
+def slot_cache(config: Any, *, rows: int, positions: int, dtype: torch.dtype, device: torch.device) -> Any:
     """A transformers ``Cache`` of ``rows`` slots × ``positions`` (+1 trash) for ``config``'s model.
 
     Its ``index`` attribute is the ``SlotIndex`` every layer reads. Only full-attention models:
@@ -84,7 +84,7 @@ def SlotCache(config: Any, *, rows: int, positions: int, dtype: torch.dtype, dev
 
     text = config.get_text_config(decoder=True)
     if any(t != "full_attention" for t in (getattr(text, "layer_types", None) or [])):
-        raise ValueError(f"SlotCache: only full-attention layers are supported, got {text.layer_types}")
+        raise ValueError(f"slot_cache: only full-attention layers are supported, got {text.layer_types}")
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
     shape = (rows, text.num_key_value_heads, positions + 1, head_dim)
     index = SlotIndex(None, torch.zeros((rows, 1), dtype=torch.long, device=device))

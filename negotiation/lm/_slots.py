@@ -1,6 +1,6 @@
 """Continuous batching over fixed slots: each sequence keeps one cache row for its whole life.
 
-``SlotDecoder`` holds ``B`` slots of a ``SlotCache``. A caller ``feed``s tokens to some slots
+``SlotDecoder`` holds ``B`` slots of a ``slot_cache``. A caller ``feed``s tokens to some slots
 (a prompt, or the new tokens of a multi-turn dialogue: only those are prefilled, the slot's
 earlier keys and values stay in its cache), which starts a *turn* there: the slot then decodes,
 one token per ``step``, until it samples a stop token or reaches ``max_new_tokens``, while other
@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import torch
 
 from negotiation.lm._sampling import sample_tokens
-from negotiation.lm._slot_cache import SlotCache
+from negotiation.lm._slot_cache import slot_cache
 
 __all__ = ["SlotDecoder", "TurnEnd"]
 
@@ -72,7 +72,7 @@ class SlotDecoder:
         b, dev = self.slots, self.device
         vocab = model.get_output_embeddings().weight.shape[0]
         self.width = vocab if not top_k else min(int(top_k), vocab)
-        self.cache = SlotCache(model.config, rows=b, positions=self.cache_tokens, dtype=dtype, device=dev)
+        self.cache = slot_cache(model.config, rows=b, positions=self.cache_tokens, dtype=dtype, device=dev)
         self.temperature = torch.full((b,), float(temperature), dtype=torch.float32, device=dev)
         self.top_k = torch.full((b,), int(top_k or 0), dtype=torch.long, device=dev)
         self.top_p = torch.full((b,), float(top_p or 1.0), dtype=torch.float32, device=dev)

@@ -17,7 +17,7 @@ a cut turn, same truncation by the context cap and by ``rollout_turns``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from negotiation.agents import turn_seed
@@ -41,7 +41,6 @@ class RolloutStats:
     """Batched environment calls."""
     turns: int = 0
     """Seller turns played."""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def live_share(self) -> float:
