@@ -43,6 +43,7 @@ from negotiation.training.lm._config import LmTrainConfig
 from negotiation.training.lm._loss import TokenBatch, grpo_token_step
 from negotiation.training.lm._precision import MasterAdamW
 from negotiation.training.lm._rollout import EpisodeEngine, Generate, TokenEpisodes, play_token_episodes
+from negotiation.training.lm._slot_rollout import SlotRollout
 from negotiation.training.lm._seller import GeneratorFactory, HfSeller, load_seller
 from negotiation.training.nemo import (
     NegotiationStepLogic, NemoEnvSettings, training_scenarios, validation_scenarios,
@@ -189,6 +190,9 @@ def _timing_row(st: _State, step: int, ep: TokenEpisodes, gen_s: float, train_s:
            "sequence_tokens": float(sum(len(r) for r in ep.ids)),
            "generated_tokens_per_second": float(ep.gen_tokens.sum()) / max(gen_s, 1e-9),
            "parameters": float(st.seller.n_params)}
+    if isinstance(st.generate, SlotRollout):  # where the rollout's time went (docs/training.md, rollout engine)
+        stats = st.generate.stats
+        row.update(decode_steps=float(stats.decode_steps), live_share=stats.live_share, env_seconds=stats.env_seconds)
     if torch.cuda.is_available():
         row["peak_memory_gb"] = torch.cuda.max_memory_allocated() / 2**30
     return row
