@@ -39,12 +39,14 @@ def _fmix32(h: torch.Tensor) -> torch.Tensor:
     return h ^ (h >> 16)
 
 
-def row_keys(seeds: torch.Tensor, step: int) -> torch.Tensor:
+def row_keys(seeds: torch.Tensor, step: int | torch.Tensor) -> torch.Tensor:
     """One 32-bit key per row from its 64-bit seed and the generated-token index.
 
     Args:
         seeds: ``[B]`` int64, each in [0, 2**63).
-        step: index of the token being generated (0 for the first new token).
+        step: index of the token being generated (0 for the first new token): one int for every
+            row, or a ``[B]`` int64 tensor of per-row indices (rows of a continuous batch are at
+            different tokens of their turns; a tensor keeps the step free of host syncs).
 
     Returns:
         ``[B]`` int64 keys in [0, 2**32).
@@ -52,7 +54,8 @@ def row_keys(seeds: torch.Tensor, step: int) -> torch.Tensor:
     lo, hi = seeds & _MASK32, (seeds >> 32) & _MASK32
     h = _fmix32(lo ^ _GOLDEN)
     h = _fmix32(h ^ hi)
-    return _fmix32(h ^ (int(step) & _MASK32))
+    step_bits = step & _MASK32 if isinstance(step, torch.Tensor) else int(step) & _MASK32
+    return _fmix32(h ^ step_bits)
 
 
 def uniform_noise(keys: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
@@ -70,7 +73,7 @@ def uniform_noise(keys: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
     return ((h >> 8).to(torch.float32) + 0.5) * (1.0 / (1 << 24))
 
 
-def gumbel_noise(seeds: torch.Tensor, step: int, token_ids: torch.Tensor) -> torch.Tensor:
+def gumbel_noise(seeds: torch.Tensor, step: int | torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
     """Standard Gumbel noise ``[B, K]`` keyed by ``(seed, step, token id)``."""
     u = uniform_noise(row_keys(seeds, step), token_ids)
     return -torch.log(-torch.log(u))
@@ -96,24 +99,27 @@ def truncation_mask(scores: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tens
     return keep
 
 
-def sample_tokens(logits: torch.Tensor, *, seeds: torch.Tensor, step: int, temperature: torch.Tensor,
-                  top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
+def sample_tokens(logits: torch.Tensor, *, seeds: torch.Tensor, step: int | torch.Tensor, temperature: torch.Tensor,
+                  top_k: torch.Tensor, top_p: torch.Tensor, width: int | None = None) -> torch.Tensor:
     """The next token of every row.
 
     Args:
         logits: ``[B, V]`` float32 next-token logits.
         seeds: ``[B]`` int64 per-request seeds.
-        step: index of the token being generated (the same for every row of a batch).
+        step: index of the token being generated: an int for every row, or ``[B]`` int64 per row.
         temperature: ``[B]`` float32; 0 = greedy.
         top_k: ``[B]`` int64; 0 = no top-k.
         top_p: ``[B]`` float32 in (0, 1]; 1 = no top-p.
+        width: candidates ranked per row, at least every row's top-k (``None``: the largest
+            top-k, read with a host sync). A fixed width keeps the step capturable as a CUDA graph;
+            the draw does not depend on it as long as it covers every row's top-k.
 
     Returns:
         ``[B]`` int64 token ids.
     """
     vocab = logits.shape[1]
     k = torch.where(top_k > 0, top_k.clamp(max=vocab), torch.full_like(top_k, vocab))
-    width = int(k.max())
+    width = int(k.max()) if width is None else min(int(width), vocab)
     values, ids = torch.topk(logits, width, dim=-1, sorted=True)
     greedy = temperature <= 0
     scores = values / torch.where(greedy, torch.ones_like(temperature), temperature)[:, None]

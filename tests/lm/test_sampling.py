@@ -68,3 +68,20 @@ def test_greedy_rows_take_the_argmax_and_large_seeds_work():
     tokens = sample_tokens(logits, seeds=torch.tensor([0, 2**62, 7, 2**63 - 1]), step=0,
                            temperature=torch.zeros(4), top_k=torch.zeros(4, dtype=torch.long), top_p=torch.ones(4))
     assert torch.equal(tokens, logits.argmax(-1))
+
+
+def test_per_row_steps_and_a_fixed_width_draw_what_one_row_at_a_time_draws():
+    """The slot decoder's form (a step tensor, top-k at a fixed width, no host sync) changes no draw."""
+    torch.manual_seed(3)
+    logits = torch.randn(6, 50)
+    seeds = torch.arange(6, dtype=torch.long) * 977 + 5
+    steps = torch.tensor([0, 3, 7, 1, 12, 2])
+    params = dict(temperature=torch.tensor([1.0, 0.7, 1.3, 1.0, 0.0, 1.0]), top_k=torch.tensor([5] * 6),
+                  top_p=torch.tensor([0.9, 1.0, 0.95, 0.8, 1.0, 1.0]))
+    batched = sample_tokens(logits, seeds=seeds, step=steps, width=5, **params)
+    for r in range(6):
+        one = sample_tokens(logits[r:r + 1], seeds=seeds[r:r + 1], step=int(steps[r]),
+                            **{k: v[r:r + 1] for k, v in params.items()})
+        assert int(batched[r]) == int(one[0])
+    assert not torch.equal(gumbel_noise(seeds, steps, torch.arange(50).expand(6, -1)),
+                           gumbel_noise(seeds, 0, torch.arange(50).expand(6, -1)))

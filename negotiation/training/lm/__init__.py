@@ -12,14 +12,16 @@ from negotiation.training.lm._protocol import lm_train_config_for
 from negotiation.training.lm._precision import MasterAdamW
 from negotiation.training.lm._diagnostics import ADVANTAGE_QUANTILES, group_signal
 from negotiation.training.lm._loss import TokenBatch, grpo_token_step, micro_batches, token_logprobs_entropy
-from negotiation.training.lm._rollout import Generate, TokenEpisodes, play_token_episodes
-from negotiation.training.lm._seller import GeneratorFactory, HfSeller, default_generator, load_seller
 from negotiation.training.lm._resume import RESUME_FILE, ResumeRecord
+from negotiation.training.lm._rollout import EpisodeBook, EpisodeEngine, Generate, TokenEpisodes, play_token_episodes
+from negotiation.training.lm._slot_rollout import RolloutStats, SlotRollout
+from negotiation.training.lm._seller import GeneratorFactory, HfSeller, default_generator, load_seller, turn_generator
 from negotiation.training.lm._trainer import CURVES_FILE, TIMING_FILE, VALIDATION_FILE, train_lm_arm
 
 __all__ = [
-    "ADVANTAGE_QUANTILES", "CURVES_FILE", "TIMING_FILE", "VALIDATION_FILE", "Generate", "GeneratorFactory", "HfSeller", "LmArm",
-    "LmRuntime", "LmTrainConfig", "MasterAdamW", "RESUME_FILE", "ResumeRecord", "TokenBatch", "TokenEpisodes", "default_generator",
-    "grpo_token_step", "group_signal", "lm_train_config_for", "load_seller", "micro_batches", "play_token_episodes", "token_logprobs_entropy",
-    "train_lm_arm",
+    "ADVANTAGE_QUANTILES", "CURVES_FILE", "RESUME_FILE", "TIMING_FILE", "VALIDATION_FILE", "EpisodeBook",
+    "EpisodeEngine", "Generate", "GeneratorFactory", "HfSeller", "LmArm", "LmRuntime", "LmTrainConfig", "MasterAdamW",
+    "ResumeRecord", "RolloutStats", "SlotRollout", "TokenBatch", "TokenEpisodes", "default_generator",
+    "grpo_token_step", "group_signal", "lm_train_config_for", "load_seller", "micro_batches", "play_token_episodes",
+    "token_logprobs_entropy", "train_lm_arm", "turn_generator",
 ]

@@ -9,8 +9,10 @@ engine (training-phase ACCEPT terms applied), lets the scenario's training buyer
 the front-loaded floor (``-λ`` on the first step, ``Eq. 1 + λ`` on the terminating one), so an
 episode's summed return is Eq. 1 and an episode cut short keeps ``-λ``.
 
-One generation call per seller turn covers every running episode (all episodes are at the same
-turn: the seller opens and the parties alternate). A turn that hits the token cap without its
+Two drivers share one ledger of the rules (``EpisodeBook``): the plain reference loop makes one
+``Generate`` call per seller turn for every running episode (all at the same turn, whole
+histories as prompts); an ``EpisodeEngine`` (``SlotRollout``, the default sampler) plays the
+episodes itself with continuous batching and keeps each episode's KV cache across its turns. A turn that hits the token cap without its
 end-of-turn token gets that token appended untrained, so the context the policy sees next is
 the template's; an episode whose next turn would not fit the context cap is stopped by the
 driver (truncated: the floor ``-λ`` is its return).
@@ -19,7 +21,7 @@ driver (truncated: the floor ``-λ`` is its return).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -27,7 +29,7 @@ from negotiation.agents import turn_seed
 from negotiation.env import Episode, seller_training_messages
 from negotiation.training.nemo import EpisodeState, NegotiationStepLogic, NemoEnvSettings, build_datums, replay
 
-__all__ = ["Generate", "TokenEpisodes", "play_token_episodes"]
+__all__ = ["EpisodeBook", "EpisodeEngine", "Generate", "TokenEpisodes", "play_token_episodes"]
 
 
 class Generate(Protocol):
@@ -55,6 +57,10 @@ class TokenEpisodes:
     """The engine's record of each episode the environment ended (None when truncated)."""
     gen_tokens: np.ndarray
     """``(n,)`` generated seller tokens per episode."""
+    gen_logprobs: list[list[float]]
+    """Per token (aligned with ``ids``): the sampler's log-probability of a generated token under
+    its raw distribution (temperature 1, untruncated); NaN for tokens the seller did not generate
+    and for every token of a ``Generate`` sampler, which reports none."""
     no_deal_score: float
     """``S`` of an episode without a deal (``-λ``), also given to truncated episodes."""
 
@@ -69,52 +75,116 @@ class TokenEpisodes:
         return sum(e.n_bad("seller") for e in done), sum(e.n_turns_of("seller") for e in done)
 
 
+@runtime_checkable
+class EpisodeEngine(Protocol):
+    """A sampler that plays whole episodes itself (``SlotRollout``): ``play`` runs every episode of
+    ``book`` to its end through ``book``'s rules, seller turn ``k`` of episode ``i`` drawing from
+    ``turn_seed(sample_seeds[i], k, "seller")``."""
+
+    def play(self, book: EpisodeBook, sample_seeds: Sequence[int], rollout_turns: int) -> None: ...
+
+
+class EpisodeBook:
+    """The token sequences of a batch of episodes and the driver's rules, whoever samples them.
+
+    ``ids[i]`` starts as the opening prompt; ``add_turn`` appends a seller turn (and the
+    end-of-turn token, untrained, when the turn was cut at the cap); ``step_env`` plays a batch
+    of turns on the environment and appends each observation; ``cut`` stops an episode whose next
+    turn would not fit the context.
+    """
+
+    def __init__(self, states: Sequence[EpisodeState], *, tokenizer: Any, settings: NemoEnvSettings,
+                 prompt_tokens: int, context_tokens: int, new_tokens: int, stop_ids: Sequence[int],
+                 logic: NegotiationStepLogic):
+        assert settings.turn_tags is not None  # build_datums refuses settings without tags
+        self.datums = build_datums(states, tokenizer=tokenizer, prompt_builder=seller_training_messages,
+                                   settings=settings, max_prompt_tokens=prompt_tokens)
+        self.states, self.tokenizer, self.settings, self.logic = states, tokenizer, settings, logic
+        self.context_tokens, self.new_tokens = context_tokens, new_tokens
+        n = len(states)
+        self.ids = [[int(t) for t in d["message_log"][0]["token_ids"].tolist()] for d in self.datums]
+        self.mask = [[False] * len(row) for row in self.ids]
+        self.logprobs = [[float("nan")] * len(row) for row in self.ids]
+        self.meta: list[dict[str, Any]] = [d["extra_env_info"] for d in self.datums]
+        self.returns, self.truncated = np.zeros(n), np.zeros(n, dtype=bool)
+        self.gen_tokens, self.finished = np.zeros(n, dtype=np.int64), [False] * n
+        self.eot, self.stops = settings.turn_tags.end_of_turn_id, {int(s) for s in stop_ids}
+
+    def cut(self, i: int) -> bool:
+        """Stop episode ``i`` (truncated) if its next turn would not fit the context; True if stopped."""
+        if not self.finished[i] and len(self.ids[i]) + self.new_tokens > self.context_tokens:
+            self.truncated[i] = True
+        return bool(self.truncated[i])
+
+    def add_turn(self, i: int, new: Sequence[int], logprobs: Sequence[float] | None = None) -> str:
+        """Append seller turn ``new`` (with its sampler log-probs, if any) to episode ``i``; its text."""
+        self.ids[i] += new
+        self.mask[i] += [True] * len(new)
+        self.logprobs[i] += list(logprobs) if logprobs is not None else [float("nan")] * len(new)
+        self.gen_tokens[i] += len(new)
+        if not new or new[-1] not in self.stops:  # cut at the token cap: close the turn, untrained
+            self.ids[i].append(self.eot)
+            self.mask[i].append(False)
+            self.logprobs[i].append(float("nan"))
+        return self.tokenizer.decode(list(new), skip_special_tokens=True)
+
+    def step_env(self, episodes: Sequence[int], texts: Sequence[str]) -> list[int]:
+        """One environment step for the last turn of each of ``episodes`` (one batched call);
+        appends the observations; the episodes that go on."""
+        if not episodes:
+            return []
+        step = self.logic.step([[{"role": "assistant", "content": t}] for t in texts], [self.meta[i] for i in episodes])
+        going = []
+        for j, i in enumerate(episodes):
+            self.returns[i] += step.rewards[j]
+            self.meta[i] = step.metadata[j]
+            if step.terminateds[j]:
+                self.finished[i] = True
+                continue
+            obs = self.tokenizer.encode(step.observations[j]["content"], add_special_tokens=False)
+            self.ids[i] += obs
+            self.mask[i] += [False] * len(obs)
+            self.logprobs[i] += [float("nan")] * len(obs)
+            going.append(i)
+        return going
+
+    def result(self) -> TokenEpisodes:
+        """The finished batch: an episode the environment did not end is truncated."""
+        n, settings = len(self.ids), self.settings
+        for i in range(n):
+            self.truncated[i] = self.truncated[i] or not self.finished[i]
+        episodes = [replay(EpisodeState.model_validate(self.meta[i]), settings).record(settings.seller_label,
+                                                                                       self.states[i].buyer)
+                    if self.finished[i] else None for i in range(n)]
+        trainable = np.array([d["loss_multiplier"] > 0 for d in self.datums])
+        return TokenEpisodes(self.ids, self.mask, self.returns, trainable, self.truncated, episodes, self.gen_tokens,
+                             self.logprobs, -settings.environment.no_deal_penalty)
+
+
 def play_token_episodes(states: Sequence[EpisodeState], sample_seeds: Sequence[int], *, tokenizer: Any,
-                        generate: Generate, settings: NemoEnvSettings, prompt_tokens: int,
+                        generate: Generate | EpisodeEngine, settings: NemoEnvSettings, prompt_tokens: int,
                         context_tokens: int, new_tokens: int, rollout_turns: int, stop_ids: Sequence[int],
                         logic: NegotiationStepLogic) -> TokenEpisodes:
     """Play every state to the end; seller turn ``k`` of episode ``i`` samples with
-    ``turn_seed(sample_seeds[i], k, "seller")``."""
-    assert settings.turn_tags is not None  # build_datums refuses settings without tags
-    datums = build_datums(states, tokenizer=tokenizer, prompt_builder=seller_training_messages,
-                          settings=settings, max_prompt_tokens=prompt_tokens)
-    n = len(states)
-    ids = [[int(t) for t in d["message_log"][0]["token_ids"].tolist()] for d in datums]
-    mask = [[False] * len(row) for row in ids]
-    meta: list[dict[str, Any]] = [d["extra_env_info"] for d in datums]
-    returns, truncated = np.zeros(n), np.zeros(n, dtype=bool)
-    gen_tokens, finished = np.zeros(n, dtype=np.int64), [False] * n
-    eot, stops = settings.turn_tags.end_of_turn_id, {int(s) for s in stop_ids}
+    ``turn_seed(sample_seeds[i], k, "seller")``. An ``EpisodeEngine`` plays the episodes itself;
+    a ``Generate`` sampler is driven turn by turn (the reference loop)."""
+    book = EpisodeBook(states, tokenizer=tokenizer, settings=settings, prompt_tokens=prompt_tokens,
+                       context_tokens=context_tokens, new_tokens=new_tokens, stop_ids=stop_ids, logic=logic)
+    if isinstance(generate, EpisodeEngine):
+        generate.play(book, sample_seeds, rollout_turns)
+    else:
+        _turn_synchronous(book, generate, sample_seeds, rollout_turns)
+    return book.result()
+
+
+def _turn_synchronous(book: EpisodeBook, generate: Generate, sample_seeds: Sequence[int], rollout_turns: int) -> None:
+    """The reference loop: one ``generate`` call per seller turn for every running episode, each
+    prompted with its whole history."""
+    n = len(book.ids)
     for turn in range(rollout_turns):
-        for i in range(n):  # the next turn would not fit the context: the driver stops the episode
-            truncated[i] = truncated[i] or (not finished[i] and len(ids[i]) + new_tokens > context_tokens)
-        active = [i for i in range(n) if not finished[i] and not truncated[i]]
+        active = [i for i in range(n) if not book.finished[i] and not book.cut(i)]
         if not active:
             break
-        outs = generate([ids[i] for i in active], [turn_seed(sample_seeds[i], turn, "seller") for i in active])
-        texts = []
-        for i, new in zip(active, outs):
-            ids[i] += new
-            mask[i] += [True] * len(new)
-            gen_tokens[i] += len(new)
-            if not new or new[-1] not in stops:  # cut at the token cap: close the turn, untrained
-                ids[i].append(eot)
-                mask[i].append(False)
-            texts.append(tokenizer.decode(new, skip_special_tokens=True))
-        step = logic.step([[{"role": "assistant", "content": t}] for t in texts], [meta[i] for i in active])
-        for j, i in enumerate(active):
-            returns[i] += step.rewards[j]
-            meta[i] = step.metadata[j]
-            if step.terminateds[j]:
-                finished[i] = True
-                continue
-            obs = tokenizer.encode(step.observations[j]["content"], add_special_tokens=False)
-            ids[i] += obs
-            mask[i] += [False] * len(obs)
-    for i in range(n):
-        truncated[i] = truncated[i] or not finished[i]
-    episodes = [replay(EpisodeState.model_validate(meta[i]), settings).record(settings.seller_label, states[i].buyer)
-                if finished[i] else None for i in range(n)]
-    trainable = np.array([d["loss_multiplier"] > 0 for d in datums])
-    return TokenEpisodes(ids, mask, returns, trainable, truncated, episodes, gen_tokens,
-                         -settings.environment.no_deal_penalty)
+        outs = generate([book.ids[i] for i in active], [turn_seed(sample_seeds[i], turn, "seller") for i in active])
+        texts = [book.add_turn(i, new) for i, new in zip(active, outs)]
+        book.step_env(active, texts)

@@ -16,14 +16,15 @@ import torch
 from negotiation.agents import Decoding
 from negotiation.errors import ConfigError
 from negotiation.training.lm._config import LmTrainConfig
-from negotiation.training.lm._rollout import Generate
+from negotiation.training.lm._rollout import EpisodeEngine, Generate
+from negotiation.training.lm._slot_rollout import SlotRollout
 from negotiation.training.nemo import NemoEnvSettings, derive_turn_tags, protocol_env_settings, stop_token_ids
 from negotiation.training.nemo import template_kwargs
 
-__all__ = ["GeneratorFactory", "HfSeller", "default_generator", "load_seller"]
+__all__ = ["GeneratorFactory", "HfSeller", "default_generator", "load_seller", "turn_generator"]
 
-GeneratorFactory = Callable[..., Generate]
-"""``factory(model, tokenizer, *, sampling, stop_ids) -> Generate``."""
+GeneratorFactory = Callable[..., Generate | EpisodeEngine]
+"""``factory(model, tokenizer, *, sampling, stop_ids) -> Generate | EpisodeEngine``."""
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -130,25 +131,39 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
 
 
 def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_ids: Sequence[int],
-                      prefill_tokens: int = 16384, max_batch: int = 128, cache_tokens: int | None = None) -> Generate:
-    """The batched KV-cache sampler of ``negotiation.lm`` (one forward per decode step), with the
-    protocol's seller sampling; request ``i`` draws from ``seeds[i]``.
-
-    On CUDA it is the fixed-shape ``StaticBatchGenerator`` (static cache of ``max_batch`` rows ×
-    ``cache_tokens`` positions, decode step replayed as a CUDA graph); on the CPU the
-    ``BatchGenerator``, whose shrinking batch does less arithmetic there."""
+                      prefill_tokens: int = 16384, max_batch: int = 128, cache_tokens: int | None = None,
+                      sync_every: int = 8) -> EpisodeEngine:
+    """The rollout engine (``SlotRollout``) on ``negotiation.lm``'s ``SlotDecoder`` with the
+    protocol's seller sampling, on CUDA (decode step replayed as a CUDA graph) and on the CPU
+    (the same step, eager): ``max_batch`` slots, each a cache of ``cache_tokens`` positions
+    (default the model's context), episodes keep their cache across turns; the host reads the
+    slots' state every ``sync_every`` decode steps."""
     try:
-        from negotiation.lm import BatchGenerator, GenerationRequest, StaticBatchGenerator
+        from negotiation.lm import SlotDecoder
     except ImportError as exc:
-        raise ConfigError(f"negotiation.lm: the batched generator cannot be imported ({exc})") from exc
+        raise ConfigError(f"negotiation.lm: the slot decoder cannot be imported ({exc})") from exc
+    if sampling.max_tokens is None:
+        raise ConfigError("training.sequences.new_tokens_per_turn: the sampler needs a token cap")
+    context = cache_tokens or getattr(model.config, "max_position_embeddings", None)
+    if not context:
+        raise ConfigError("default_generator: the model config has no max_position_embeddings; give cache_tokens")
+    temperature = 1.0 if sampling.temperature is None else sampling.temperature
+    decoder = SlotDecoder(model, slots=max_batch, cache_tokens=int(context), stop_token_ids=list(stop_ids),
+                          max_new_tokens=sampling.max_tokens, temperature=temperature, top_k=sampling.top_k,
+                          top_p=sampling.top_p, prefill_tokens=prefill_tokens)
+    return SlotRollout(decoder, sync_every=sync_every)
+
+
+def turn_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_ids: Sequence[int],
+                   prefill_tokens: int = 16384) -> Generate:
+    """The plain ``Generate`` sampler of the reference loop: ``negotiation.lm.BatchGenerator``
+    (whole histories prefilled every turn, one decode step per token); a ``GeneratorFactory``."""
+    from negotiation.lm import BatchGenerator, GenerationRequest
+
     if sampling.max_tokens is None:
         raise ConfigError("training.sequences.new_tokens_per_turn: the sampler needs a token cap")
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_ids[0]
-    if next(model.parameters()).device.type == "cuda":
-        engine: Any = StaticBatchGenerator(model, pad_token_id=int(pad), stop_token_ids=list(stop_ids),
-                                           prefill_tokens=prefill_tokens, max_batch=max_batch, cache_tokens=cache_tokens)
-    else:
-        engine = BatchGenerator(model, pad_token_id=int(pad), stop_token_ids=list(stop_ids), prefill_tokens=prefill_tokens)
+    engine = BatchGenerator(model, pad_token_id=int(pad), stop_token_ids=list(stop_ids), prefill_tokens=prefill_tokens)
     temperature = 1.0 if sampling.temperature is None else sampling.temperature
 
     def generate(prompts: Sequence[Sequence[int]], seeds: Sequence[int]) -> list[list[int]]:

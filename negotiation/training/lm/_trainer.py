@@ -50,7 +50,8 @@ from negotiation.training.lm._diagnostics import group_signal
 from negotiation.training.lm._loss import TokenBatch, grpo_token_step
 from negotiation.training.lm._precision import MasterAdamW
 from negotiation.training.lm._resume import RESUME_FILE, ResumeRecord, ResumeState, check_run_folder, write_resume
-from negotiation.training.lm._rollout import Generate, TokenEpisodes, play_token_episodes
+from negotiation.training.lm._rollout import EpisodeEngine, Generate, TokenEpisodes, play_token_episodes
+from negotiation.training.lm._slot_rollout import SlotRollout
 from negotiation.training.lm._seller import GeneratorFactory, HfSeller, load_seller
 from negotiation.training.nemo import (
     NegotiationStepLogic, NemoEnvSettings, training_scenarios, validation_scenarios,
@@ -69,7 +70,7 @@ class _State:
     reference: torch.nn.Module
     optimizer: MasterAdamW
     settings: NemoEnvSettings
-    generate: Generate
+    generate: Generate | EpisodeEngine
     timing: list[dict[str, float]] = field(default_factory=list)
 
 
@@ -246,6 +247,9 @@ def _timing_row(st: _State, step: int, ep: TokenEpisodes, gen_s: float, train_s:
            "sequence_tokens": float(sum(len(r) for r in ep.ids)),
            "generated_tokens_per_second": float(ep.gen_tokens.sum()) / max(gen_s, 1e-9),
            "parameters": float(st.seller.n_params)}
+    if isinstance(st.generate, SlotRollout):  # where the rollout's time went (docs/training.md, rollout engine)
+        stats = st.generate.stats
+        row.update(decode_steps=float(stats.decode_steps), live_share=stats.live_share, env_seconds=stats.env_seconds)
     if torch.cuda.is_available():
         row["peak_memory_gb"] = torch.cuda.max_memory_allocated() / 2**30
     return row

@@ -1,0 +1,185 @@
+"""Rollout throughput of one GRPO step: the slot engine against the turn-synchronous loop.
+
+Both paths play the same episodes (``training_scenarios`` of the ``lm`` protocol, one GRPO
+step's worth) through ``play_token_episodes`` with the protocol's seller sampling, token caps and
+rollout turns, on an untrained model of ``--size`` built by ``negotiation.lm.build_model`` with
+the protocol's tokenizer (trained here, as ``benchmarks/generation.py`` does):
+
+- ``engine``: ``default_generator``'s ``SlotRollout`` (slots keep their KV cache across turns,
+  continuous batching, sampling inside the decode step, CUDA graph, a host sync every ``--sync-every`` steps);
+- ``reference``: the turn-synchronous loop with the sampler the trainer used before the engine
+  (``StaticBatchGenerator`` on CUDA, ``BatchGenerator`` on the CPU): whole histories re-prefilled every turn.
+
+An untrained model almost never samples its end-of-turn token, so every turn would run to the cap.
+``--mean-turn M`` (default 60; 0 = off) makes every ``M``-th token id a stop token as well: the
+untrained distribution is near-uniform over the top-k, so turn lengths are roughly geometric
+with mean ``M`` (the protocol's imitated turns are 40-235 tokens). The turns' text is gibberish,
+so the environment ends episodes on bad parses after a few turns; both paths see the same rule.
+
+Reported per path (after one warm-up play): seconds per rollout, generated tokens/s, decode
+steps, share of live rows (tokens / (decode steps × rows)), and for the engine the host seconds
+spent in environment steps (on CUDA they overlap the queued decode steps).
+
+    python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --episodes 128
+    python benchmarks/rollout.py --small                              # seconds on the CPU (a test runs it)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def build(args: argparse.Namespace, workdir: Path) -> tuple[Any, Any, Any]:
+    """``(protocol, tokenizer, model)``: the size untrained, on the device in the dtype."""
+    import torch
+
+    from negotiation.ladder import lm_size, write_tokenizer
+    from negotiation.lm import build_model, load_tokenizer
+    from negotiation.study import load_study
+
+    protocol = load_study(args.study).protocol
+    write_tokenizer(protocol, workdir / "tokenizer")
+    tokenizer = load_tokenizer(workdir / "tokenizer")
+    model = build_model(lm_size(protocol, args.size), tokenizer, vocab_size=protocol.tokenizer.vocab_size)
+    model = model.to(device=args.device, dtype=getattr(torch, args.dtype)).eval()
+    return protocol, tokenizer, model
+
+
+def reference_generator(model: Any, tokenizer: Any, sampling: Any, stops: list[int], rows: int, context: int,
+                        counter: dict[str, int]) -> Any:
+    """The sampler of the turn-synchronous loop, counting decode steps and rows per call."""
+    from negotiation.lm import BatchGenerator, GenerationRequest, StaticBatchGenerator
+
+    pad = tokenizer.pad_token_id
+    if model.device.type == "cuda":
+        engine: Any = StaticBatchGenerator(model, pad_token_id=pad, stop_token_ids=stops, max_batch=rows,
+                                           cache_tokens=context)
+    else:
+        engine = BatchGenerator(model, pad_token_id=pad, stop_token_ids=stops)
+
+    def generate(prompts: Any, seeds: Any) -> list[list[int]]:
+        requests = [GenerationRequest(prompt_ids=tuple(p), seed=int(s), max_new_tokens=sampling.max_tokens,
+                                      temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k)
+                    for p, s in zip(prompts, seeds)]
+        out = [list(g.token_ids) for g in engine.generate(requests)]
+        steps = max(len(o) for o in out)
+        counter["steps"] += steps
+        counter["row_steps"] += steps * (rows if model.device.type == "cuda" else len(out))
+        return out
+
+    return generate
+
+
+def play(protocol: Any, tokenizer: Any, model: Any, generate: Any, stops: list[int], args: argparse.Namespace) -> Any:
+    import torch
+
+    from negotiation.training.lm import play_token_episodes
+    from negotiation.training.nemo import NegotiationStepLogic, training_scenarios
+
+    settings, seq, turns = args.settings, args.sequences, args.rollout_turns
+    states = training_scenarios(protocol, offset=0, count=args.episodes, seed=0)
+    with torch.no_grad(), NegotiationStepLogic(settings) as logic:
+        return play_token_episodes(states, list(range(args.episodes)), tokenizer=tokenizer, generate=generate,
+                                   settings=settings, prompt_tokens=seq.prompt_tokens, context_tokens=seq.context_tokens,
+                                   new_tokens=seq.new_tokens_per_turn, rollout_turns=turns, stop_ids=stops, logic=logic)
+
+
+def timed(fn: Any, device: str) -> tuple[Any, float]:
+    import torch
+
+    if device == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    out = fn()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return out, time.perf_counter() - start
+
+
+def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    from negotiation.agents import Decoding
+    from negotiation.training.lm import default_generator
+    from negotiation.training.nemo import derive_turn_tags, protocol_env_settings, stop_token_ids, template_kwargs
+
+    protocol, tokenizer, model = build(args, workdir)
+    recipe = protocol.gpu_training if args.device == "cuda" and protocol.gpu_training else protocol.training
+    args.sequences = recipe.sequences.model_copy(update={"new_tokens_per_turn": args.new_tokens or
+                                                          recipe.sequences.new_tokens_per_turn})
+    args.rollout_turns = args.rollout_turns or recipe.rollout_turns
+    tags = derive_turn_tags(tokenizer, template_kwargs(False))
+    args.settings = protocol_env_settings(protocol, tags)
+    stops = list(stop_token_ids(tags, tokenizer.eos_token_id))
+    if args.mean_turn:
+        stops += [t for t in range(len(tokenizer)) if t % args.mean_turn == 0 and t not in stops]
+    sampling = Decoding.from_protocol(protocol.sampling.self_served_seller, max_tokens=args.sequences.new_tokens_per_turn)
+    context = args.sequences.context_tokens
+    engine = default_generator(model, tokenizer, sampling=sampling, stop_ids=stops, max_batch=args.episodes,
+                               cache_tokens=context, sync_every=args.sync_every)
+    counter = {"steps": 0, "row_steps": 0}
+    reference = reference_generator(model, tokenizer, sampling, stops, args.episodes, context, counter)
+    out: dict[str, Any] = {"size": args.size, "device": args.device, "dtype": args.dtype, "episodes": args.episodes,
+                           "new_tokens_per_turn": args.sequences.new_tokens_per_turn, "rollout_turns": args.rollout_turns,
+                           "mean_turn": args.mean_turn, "sync_every": args.sync_every}
+    for name, generate in (("engine", engine), ("reference", reference)):
+        play(protocol, tokenizer, model, generate, stops, args)  # warm-up: allocation, graph capture
+        counter.update(steps=0, row_steps=0)
+        ep, seconds = timed(lambda: play(protocol, tokenizer, model, generate, stops, args), args.device)
+        tokens = int(ep.gen_tokens.sum())
+        row = {"seconds": round(seconds, 3), "gen_tokens": tokens, "tokens_per_s": round(tokens / seconds, 1),
+               "turns": sum(sum(m[k] and (k + 1 == len(m) or not m[k + 1]) for k in range(len(m))) for m in ep.gen_mask),
+               "truncated": int(ep.truncated.sum())}
+        if name == "engine":
+            s = engine.stats
+            row.update(decode_steps=s.decode_steps, live_share=round(s.live_share, 3), env_seconds=round(s.env_seconds, 3),
+                       env_calls=s.env_steps, graph_error=engine.decoder.graph_error)
+        else:
+            row.update(decode_steps=counter["steps"], live_share=round(tokens / max(1, counter["row_steps"]), 3))
+        out[name] = row
+        out[name + "_ids"] = ep.ids
+    out["same_tokens"] = out.pop("engine_ids") == out.pop("reference_ids")
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--size", default="lm_m")
+    p.add_argument("--study", default="lm")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float64"))
+    p.add_argument("--episodes", type=int, default=128)
+    p.add_argument("--sync-every", type=int, default=8)
+    p.add_argument("--mean-turn", type=int, default=60, help="every M-th token id also ends a turn (0: off)")
+    p.add_argument("--new-tokens", type=int, default=0, help="turn cap (0: the protocol's)")
+    p.add_argument("--rollout-turns", type=int, default=0, help="turn cap per episode (0: the protocol's)")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--small", action="store_true",
+                   help="lm_xs in float64, 4 episodes, 24-token turns, 3 turns: seconds on the CPU, tokens exactly equal")
+    p.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = p.parse_args(argv)
+    if args.small:
+        args.size, args.episodes, args.new_tokens, args.rollout_turns, args.mean_turn = "lm_xs", 4, 24, 3, 12
+        args.dtype = "float64"  # both paths then sample the same tokens exactly (same_tokens)
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = bench(args, Path(tmp))
+    text = json.dumps(out, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    return out
+
+
+if __name__ == "__main__":
+    main()

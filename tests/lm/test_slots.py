@@ -1,0 +1,54 @@
+"""The slot decoder (per-row cache positions, continuous batching) against the per-request loop."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from negotiation.lm import GenerationRequest, SlotDecoder
+from tests.lm.test_generate import STOPS, VOCAB, reference
+from tests.lm.test_static import _gemma3, _llama
+
+
+@pytest.fixture(scope="module", params=["llama", "gemma3"])
+def model(request):
+    return _llama() if request.param == "llama" else _gemma3()
+
+
+def _turn(model, history: list[int], seed: int, cap: int) -> list[int]:
+    request = GenerationRequest(prompt_ids=tuple(history), seed=seed, max_new_tokens=cap, temperature=1.0,
+                                top_k=5, top_p=0.9)
+    return reference(model, request)
+
+
+def test_slots_keep_their_cache_across_turns_and_match_the_per_request_loop(model):
+    cap = 6
+    decoder = SlotDecoder(model, slots=3, cache_tokens=100, stop_token_ids=STOPS, max_new_tokens=cap,
+                          temperature=1.0, top_k=5, top_p=0.9, prefill_tokens=16)  # prefill in several chunks
+    rng = torch.Generator().manual_seed(0)
+    histories = [[int(t) for t in torch.randint(8, VOCAB, (n,), generator=rng)] for n in (3, 11, 7)]
+    decoder.feed([0, 1, 2], histories, [10, 11, 12])
+    turns = {0: 0, 1: 0, 2: 0}
+    decoding = {0, 1, 2}
+    while decoding:
+        decoder.run(2)
+        for end in decoder.collect(decoding):
+            s = end.slot
+            assert end.token_ids == _turn(model, histories[s], 10 * turns[s] + s + 10, cap)
+            assert end.stopped == (end.token_ids[-1] in STOPS) and len(end.logprobs) == len(end.token_ids)
+            histories[s] += end.token_ids
+            turns[s] += 1
+            decoding.discard(s)
+            if turns[s] < 3:  # the next turn: two new "observation" tokens, only those prefilled
+                new = [int(t) for t in torch.randint(8, VOCAB, (2 + s,), generator=rng)]
+                decoder.feed([s], [new], [10 * turns[s] + s + 10])
+                histories[s] += new
+                decoding.add(s)
+    assert decoder.length.tolist() == [len(h) for h in histories]
+    assert decoder.decode_steps > 0 and 0 < decoder.live_slot_steps <= decoder.decode_steps * 3
+
+
+def test_feeding_past_the_cache_is_refused(model):
+    decoder = SlotDecoder(model, slots=1, cache_tokens=8, stop_token_ids=STOPS, max_new_tokens=2)
+    with pytest.raises(ValueError, match="do not fit"):
+        decoder.feed([0], [list(range(8, 17))], [0])
