@@ -69,6 +69,8 @@ def _start(cfg: LmTrainConfig, ledger: RunLedger, factory: GeneratorFactory | No
     arm, t = cfg.arm, cfg.run_protocol.training
     start, reference_dir = (arm.base, arm.base) if arm.parent is None else (arm.parent, ledger.base_dir)
     seller, settings, generate = load_seller(start, cfg, factory)
+    if cfg.reward != settings.reward:  # the ladder's tasks may train on another reward
+        settings = settings.model_copy(update={"reward": cfg.reward})
     reference = load_seller(reference_dir, cfg, None, reference=True)[0].model
     # float32 master weights whatever the model's dtype: bf16 weights alone round 1e-4 updates away
     optimizer = MasterAdamW(seller.model.parameters(), lr=t.learning_rate * arm.lr_multiple,
