@@ -16,10 +16,10 @@ from pydantic import Field, model_validator
 
 from negotiation.errors import ConfigError
 from negotiation.protocol._files import StrictModel, load_yaml_model
-from negotiation.protocol._schema_env import Name, TrainingBuyer
+from negotiation.protocol._schema_env import Name, Spec, TrainingBuyer
 
 __all__ = ["LEARNING_FILE", "LearningBudget", "LearningCriterion", "LearningLadder", "LearningTask",
-           "load_learning"]
+           "LearningWarmStart", "load_learning"]
 
 LEARNING_FILE = "learning.yaml"
 """File name of a study's learning ladder, beside its ``protocol.yaml``."""
@@ -30,13 +30,45 @@ VALIDATION_METRIC = "validation/score"
 """The column of ``validation.csv`` (mean S over the fixed validation set)."""
 
 
+def _check_weights(key: str, buyers: tuple[TrainingBuyer, ...] | None) -> None:
+    if buyers is not None and abs(sum(b.weight for b in buyers) - 1.0) > 1e-9:
+        raise ValueError(f"{key} weights sum to {sum(b.weight for b in buyers)!r}, not 1")
+
+
+class LearningWarmStart(StrictModel):
+    """The base a budget trains from: the protocol's warm start (``warm_start``) with these
+    changes; every ``None`` keeps the protocol's value. The tokenizer is always the study's."""
+
+    steps: int = Field(ge=0)
+    """Imitation steps (0: the untrained initialisation)."""
+    batch_sequences: int | None = Field(default=None, gt=0)
+    """Chats per imitation step."""
+    learning_rate: float | None = Field(default=None, gt=0)
+    """Peak imitation learning rate."""
+    sellers: tuple[Spec, ...] | None = Field(default=None, min_length=1)
+    """Scripted seller personas imitated."""
+    train_seeds_per_domain: int | None = Field(default=None, gt=0)
+    """Imitated scenarios per training domain."""
+    prompt_variants: tuple[Literal["evaluation", "training"], ...] | None = Field(default=None, min_length=1)
+    """Prompt templates the imitated turns are rendered in."""
+    buyers: tuple[TrainingBuyer, ...] | None = Field(default=None, min_length=1)
+    """Buyers the imitated dialogues are played against (``None``: the study's training pool). A
+    buyer that accepts any readable offer makes every dialogue one seller turn long: an imitation
+    of openings only, short enough for two CPU cores."""
+
+    @model_validator(mode="after")
+    def _weights(self) -> "LearningWarmStart":
+        _check_weights("buyers", self.buyers)
+        return self
+
+
 class LearningBudget(StrictModel):
     """What one task costs on one kind of machine: the sizes, the warm start, the steps."""
 
     sizes: tuple[Name, ...] = Field(min_length=1)
     """lm sizes (protocol ``sizes``) the task runs at on this machine."""
-    warm_start_steps: int | None = Field(default=None, ge=0)
-    """Imitation steps of the base (``None``: the protocol's warm start for the size's profile)."""
+    warm_start: LearningWarmStart | None = None
+    """The base's warm start (``None``: the protocol's own, for the size's profile)."""
     steps: int = Field(gt=0)
     """GRPO steps of the task's run."""
     learning_rate: float = Field(gt=0)
@@ -89,10 +121,7 @@ class LearningTask(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> "LearningTask":
-        if self.training_buyers is not None:
-            total = sum(b.weight for b in self.training_buyers)
-            if abs(total - 1.0) > 1e-9:
-                raise ValueError(f"training_buyers weights sum to {total!r}, not 1")
+        _check_weights("training_buyers", self.training_buyers)
         for name, budget in (("cpu", self.cpu), ("gpu", self.gpu)):
             if budget is None:
                 continue

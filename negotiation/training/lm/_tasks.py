@@ -8,6 +8,7 @@ and reads a finished run's curves against the task's pass criteria.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,9 @@ from typing import Any
 import pandas as pd
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import LearningBudget, LearningCriterion, LearningLadder, LearningTask, Protocol
+from negotiation.protocol import (
+    LearningBudget, LearningCriterion, LearningLadder, LearningTask, LearningWarmStart, Protocol,
+)
 from negotiation.training.lm._config import LmArm, LmRuntime, LmTrainConfig
 from negotiation.training.lm._trainer import CURVES_FILE, VALIDATION_FILE, train_lm_arm
 
@@ -99,17 +102,35 @@ def write_verdict(run_dir: Path, verdict: dict[str, Any]) -> Path:
     return path
 
 
-def _base(protocol: Protocol, size: str, warm_start_steps: int | None, out: Path, device: str) -> Path:
-    """The shared tokenizer and the size's base under ``out`` (built once, then reused: a base
-    folder is keyed by its warm-start steps and complete once its ``warm_start.json`` exists)."""
+def _warm_protocol(protocol: Protocol, warm: LearningWarmStart) -> Protocol:
+    """The protocol whose warm start (corpus, recipe, corpus buyers) builds the budget's base."""
+    ws = protocol.warm_start
+    corpus = ws.corpus.model_copy(update={k: getattr(warm, k) for k in ("sellers", "train_seeds_per_domain",
+                                                                        "prompt_variants") if getattr(warm, k)})
+    recipe = ws.model_copy(update={"corpus": corpus, **{k: getattr(warm, k) for k in ("batch_sequences",
+                                                                                     "learning_rate") if getattr(warm, k)}})
+    updates: dict[str, Any] = {"warm_start": recipe}
+    if warm.buyers is not None:
+        buyers = protocol.buyers.model_dump()
+        buyers["training"] = [b.model_dump() for b in warm.buyers]
+        updates["buyers"] = type(protocol.buyers).model_validate(buyers)
+    return protocol.model_copy(update=updates)
+
+
+def _base(protocol: Protocol, size: str, warm: LearningWarmStart | None, out: Path, device: str) -> Path:
+    """The study's tokenizer and the size's base under ``out``, built once and then reused: a base
+    folder is keyed by its warm start and complete once its ``warm_start.json`` exists."""
     from negotiation.ladder import TOKENIZER_RECORD, WARM_START_RECORD, write_base, write_tokenizer
 
     tokenizer = out / "tokenizer"
     if not (tokenizer / TOKENIZER_RECORD).is_file():
         write_tokenizer(protocol, tokenizer)
-    folder = out / f"base_{size}_w{'default' if warm_start_steps is None else warm_start_steps}"
+    key = "study" if warm is None else hashlib.sha256(warm.model_dump_json().encode()).hexdigest()[:12]
+    folder = out / f"base_{size}_{key}"
     if not (folder / WARM_START_RECORD).is_file():
-        write_base(protocol, size, tokenizer, folder, steps=warm_start_steps, device=device, log=lambda _: None)
+        source = protocol if warm is None else _warm_protocol(protocol, warm)
+        write_base(source, size, tokenizer, folder, steps=None if warm is None else warm.steps, device=device,
+                   log=lambda _: None)
     return folder
 
 
@@ -129,12 +150,13 @@ def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, 
     runtime = runtime or LmRuntime()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    base = _base(protocol, size, budget.warm_start_steps, out, runtime.device)
+    base = _base(protocol, size, budget.warm_start, out, runtime.device)
     cfg = task_train_config(protocol, name, task, budget, size, base=base, runtime=runtime)
     run_dir = out / f"{name}_{size}"
     train_lm_arm(cfg, run_dir, track=False)
     verdict = {"version": 1, "task": name, "machine": machine, "size": size, "steps": budget.steps,
-               "warm_start_steps": budget.warm_start_steps, "learning_rate": budget.learning_rate,
+               "warm_start": None if budget.warm_start is None else budget.warm_start.model_dump(mode="json"),
+               "base": str(base), "learning_rate": budget.learning_rate,
                "seed": budget.seed, "reward": task.reward, **task_verdict(task, run_dir)}
     write_verdict(run_dir, verdict)
     return verdict
