@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from negotiation.protocol import load_learning
     from negotiation.study import load_study
-    from negotiation.training.lm import LmRuntime, run_learning_task
+    from negotiation.learning import run_learning_task
+    from negotiation.training.lm import LmRuntime
 
     study = load_study("lm")
     protocol, ladder = study.protocol, load_learning(study.protocol, study.root)

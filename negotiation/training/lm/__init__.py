@@ -15,12 +15,12 @@ from negotiation.training.lm._rollout import Generate, TokenEpisodes, play_token
 from negotiation.training.lm._seller import GeneratorFactory, HfSeller, default_generator, load_seller
 from negotiation.training.lm._trainer import CURVES_FILE, TIMING_FILE, VALIDATION_FILE, train_lm_arm
 from negotiation.training.lm._tasks import (
-    VERDICT_FILE, criterion_verdict, run_learning_task, task_train_config, task_verdict,
+    VERDICT_FILE, criterion_verdict, task_train_config, task_verdict, write_verdict,
 )
 
 __all__ = [
     "CURVES_FILE", "TIMING_FILE", "VALIDATION_FILE", "VERDICT_FILE", "Generate", "GeneratorFactory", "HfSeller", "LmArm",
     "LmRuntime", "LmTrainConfig", "MasterAdamW", "TokenBatch", "TokenEpisodes", "criterion_verdict", "default_generator",
-    "grpo_token_step", "lm_train_config_for", "load_seller", "micro_batches", "play_token_episodes", "run_learning_task",
-    "task_train_config", "task_verdict", "token_logprobs_entropy", "train_lm_arm",
+    "grpo_token_step", "lm_train_config_for", "load_seller", "micro_batches", "play_token_episodes",
+    "task_train_config", "task_verdict", "token_logprobs_entropy", "train_lm_arm", "write_verdict",
 ]

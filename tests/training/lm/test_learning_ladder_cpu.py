@@ -12,7 +12,8 @@ import pytest
 
 from negotiation.protocol import load_learning
 from negotiation.study import load_study
-from negotiation.training.lm import LmRuntime, run_learning_task
+from negotiation.learning import run_learning_task
+from negotiation.training.lm import LmRuntime
 from tests.conftest import REPO
 
 
