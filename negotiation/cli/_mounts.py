@@ -46,6 +46,8 @@ _COMMANDS = {  # name: (module:attribute, the one-line help `nego --help` shows 
                "Per arm what is trained, selected, gated and evaluated; validation, audit and report."),
     "train-config": ("negotiation.cli._train_cmds:train_config",
                      "Write the NeMo-RL GRPO config of ARM's training run from the frozen protocol."),
+    "learn-task": ("negotiation.cli._learning_cmds:learn_task",
+                   "Run one learning-ladder task end to end; print its verdict; exit 1 when it fails."),
 }
 
 for _name, (_target, _help) in _COMMANDS.items():

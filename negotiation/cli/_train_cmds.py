@@ -39,3 +39,4 @@ def train_config(
         parent_step=parent_step, seed=seed, gpus_per_node=gpus_per_node, num_nodes=num_nodes,
         prompt_builder=prompt_builder, root=root)
     typer.echo(f"wrote {written} (run {plan.run}: {plan.steps} steps from combined step {plan.step_offset})")
+

@@ -23,6 +23,8 @@ _EXPORTS = {
     "_schema_arms": ("Arm", "ArmMatrix", "ArmName", "fill_seller"),
     "_schema_env": ("Environment", "NoDealPenalty", "SamplingSettings", "SeedBlock"),
     "_schema_eval": ("DealRateGuard", "Guards", "ParseRateGuard", "PilotGate", "TurnsGuard"),
+    "_schema_learning": ("LEARNING_FILE", "LearningBudget", "LearningCriterion", "LearningLadder", "LearningTask",
+                         "LearningWarmStart", "load_learning"),
     "_schema_recipe": ("PolicyWidth", "Recipe"),
 }
 _HOME = homes(_EXPORTS)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from negotiation.protocol import Protocol
 from negotiation.training._config import RunArm, recipe_problems
+from negotiation.training.nemo import RewardKind
 
 __all__ = ["LmArm", "LmRuntime", "LmTrainConfig"]
 
@@ -64,6 +65,9 @@ class LmTrainConfig(_Strict):
     """Machine settings."""
     protocol_hash: str = ""
     """Hash of the frozen protocol (tagged on the MLflow run)."""
+    reward: RewardKind = "eq1"
+    """The environment's reward kind (``NemoEnvSettings.reward``): ``eq1`` for every study arm;
+    ``parse`` only for the learning ladder's format task (``protocol/lm/learning.yaml``)."""
 
     @property
     def run_protocol(self) -> Protocol:

@@ -81,6 +81,8 @@ def _start(cfg: LmTrainConfig, ledger: RunLedger, factory: GeneratorFactory | No
     if resumed is not None:  # the run's own last checkpoint: its float32 masters, exactly
         start = step_dir(run_dir, resumed.record.step)
     seller, settings, generate = load_seller(start, cfg, factory)
+    if cfg.reward != settings.reward:  # the ladder's tasks may train on another reward
+        settings = settings.model_copy(update={"reward": cfg.reward})
     reference = load_seller(reference_dir, cfg, None, reference=True)[0].model
     # float32 master weights whatever the model's dtype: bf16 weights alone round 1e-4 updates away
     optimizer = MasterAdamW(seller.model.parameters(), lr=t.learning_rate * arm.lr_multiple,

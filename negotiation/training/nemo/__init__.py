@@ -17,7 +17,7 @@ from negotiation.training.nemo._launch import RUN_RECORD, launch_training, read_
 from negotiation.training.nemo._plan import RunPaths, RunPlan, plan_run, resolve_tracking_uri
 from negotiation.training.nemo._run_config import default_runs_dir, load_hf_tokenizer, write_run_config
 from negotiation.training.nemo._state import (
-    ENV_NAME, TASK_NAME, EpisodeState, NemoEnvSettings, env_settings, protocol_env_settings, replay,
+    ENV_NAME, TASK_NAME, EpisodeState, NemoEnvSettings, RewardKind, env_settings, protocol_env_settings, replay,
 )
 from negotiation.training.nemo._step import NegotiationStepLogic, StepOutcome, return_metrics
 from negotiation.lm import (
@@ -26,7 +26,7 @@ from negotiation.lm import (
 
 __all__ = [
     "DEFAULT_PROMPT_BUILDER", "ENV_NAME", "RUN_RECORD", "TASK_NAME", "BackendUnavailableError", "CheckpointLayoutError",
-    "EpisodeState", "NegotiationStepLogic", "NemoEnvSettings", "RunPaths", "RunPlan", "StepOutcome",
+    "EpisodeState", "NegotiationStepLogic", "NemoEnvSettings", "RewardKind", "RunPaths", "RunPlan", "StepOutcome",
     "TurnTagError", "TurnTags", "backend_problems", "build_datums",
     "check_round_trip", "checkpoint_format", "default_runs_dir", "derive_turn_tags", "env_settings",
     "environment_actor_class", "environment_class", "protocol_env_settings", "replay", "export_hf", "grpo_config", "launch_training", "load_hf_tokenizer", "load_prompt_builder",

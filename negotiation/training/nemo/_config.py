@@ -201,7 +201,8 @@ def grpo_config(study: Study, plan: RunPlan, *, settings: NemoEnvSettings, paths
         "loss_fn": _loss(study, plan),
         "policy": _policy(study, plan, stop_ids),
         "data": {"max_input_seq_length": recipe.sequences.prompt_tokens, "shuffle": False},
-        "env": {ENV_NAME: settings.model_dump(mode="json")},
+        # the default reward kind stays unwritten: the study's configs keep their bytes
+        "env": {ENV_NAME: settings.model_dump(mode="json", exclude={"reward"} if settings.reward == "eq1" else None)},
         "checkpointing": {
             "enabled": True, "checkpoint_dir": str(paths.checkpoints),
             "save_period": recipe.checkpoint_every, "keep_top_k": None,  # read points need every save

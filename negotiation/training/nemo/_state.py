@@ -20,8 +20,11 @@ from negotiation.lm import TurnTags
 from negotiation.protocol import Environment, Protocol, environment_config
 from negotiation.study import load_study
 
-__all__ = ["ENV_NAME", "TASK_NAME", "EpisodeState", "NemoEnvSettings", "env_settings", "protocol_env_settings",
+__all__ = ["ENV_NAME", "TASK_NAME", "EpisodeState", "NemoEnvSettings", "RewardKind", "env_settings", "protocol_env_settings",
            "replay"]
+
+RewardKind = Literal["eq1", "parse"]
+"""The environment's reward kinds (``NemoEnvSettings.reward``)."""
 
 ENV_NAME = "negotiation"
 """Key of the environment under ``env:`` in the GRPO YAML."""
@@ -73,6 +76,12 @@ class NemoEnvSettings(_Record):
     """Seller name written into episode records built by the environment."""
     turn_tags: TurnTags | None = None
     """Turn tags of the arm's tokenizer; filled in by the launcher when the YAML lacks them."""
+    reward: RewardKind = "eq1"
+    """What an episode returns. ``eq1``: the study's reward (Eq. 1 under the front-loaded floor:
+    ``-λ`` on the first step, ``Eq. 1 + λ`` on the terminating one). ``parse``: a format-only
+    task of the learning ladder (``protocol/lm/learning.yaml``): 1 on the first step if the
+    seller's first turn parsed to an action, else 0, and 0 on every later step, with no floor,
+    so the return is the same whether the environment or the driver ends the episode."""
 
     def env_config(self) -> EnvConfig:
         """The engine configuration (training phase)."""

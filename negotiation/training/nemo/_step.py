@@ -5,7 +5,9 @@ NeMo-RL calls the environment once per rollout turn with every active sample's m
 lets the attached buyer reply (scripted or an LLM), and returns the buyer's prose wrapped in the
 arm's turn tags as the next observation. Rewards follow the front-loaded floor (Appendix H):
 ``-λ`` on the first step and ``Eq. 1 + λ`` on the terminating step, so the driver's per-step sum
-is Eq. 1 and an episode the driver cuts short keeps ``-λ``.
+is Eq. 1 and an episode the driver cuts short keeps ``-λ``. The ``parse`` reward kind
+(``NemoEnvSettings.reward``, the learning ladder's format task) pays 1 on the first step when the
+seller's first turn parsed to an action, else 0, and 0 afterwards.
 """
 
 from __future__ import annotations
@@ -123,14 +125,22 @@ class NegotiationStepLogic:
         game = replay(state, self.settings)
         if game.done or game.next_role != "seller":
             raise ValueError(f"sample {index}: episode {state.domain}/{state.seed} is not waiting for the seller")
-        played = [game.apply(str(log[-1].get("content", ""))).raw]
+        seller_turn = game.apply(str(log[-1].get("content", "")))
+        played = [seller_turn.raw]
         if not game.done:
             played.append(game.apply(await arespond(self._buyer(state.buyer), game.view())).raw)
         steps = state.seller_steps + 1
         new_state = state.model_copy(update={"turns": state.turns + tuple(played), "seller_steps": steps})
-        if game.done:
+        if self.settings.reward == "parse":  # paid in full on the first step: no floor to undo later
+            reward = float(seller_turn.ok) if steps == 1 else 0.0
+            if game.done:
+                episode = game.record(self.settings.seller_label, state.buyer)
+                return _SampleResult("", new_state, reward, True, episode.outcome)
+        elif game.done:
             return self._finish(game, new_state, steps)
-        reward = frontloaded_step_rewards(steps, 0.0, self.settings.environment.no_deal_penalty, terminated=False)[-1]
+        else:
+            reward = frontloaded_step_rewards(steps, 0.0, self.settings.environment.no_deal_penalty,
+                                              terminated=False)[-1]
         return _SampleResult(self.tags.observation(self._buyer_turn_text(game)), new_state, reward, False, None)
 
     def _buyer_turn_text(self, game: Negotiation) -> str:

@@ -1,0 +1,119 @@
+"""The token trainer's learning ladder: run its tasks at their budgets, print curves and verdicts.
+
+Each task of ``protocol/lm/learning.yaml`` (format, opening, negotiation) runs end to end through
+``negotiation.training.lm.run_learning_task``: the study's tokenizer, a base warm-started for the
+budget's steps (built once under ``--out`` and reused), the ordinary ``train_lm_arm`` with the
+task's recipe overrides, then the task's pass criteria on the run's curves. Prints per task the
+curves by step (reward, bad-parse rate, KL penalty, gradient norm) and the verdict, and writes
+``learning.json`` under ``--out``. Exits 1 when a task fails (not with ``--small``).
+
+    python benchmarks/learning.py --device cpu --out /tmp/learning              # cpu budgets, 2 cores
+    python benchmarks/learning.py --device cuda --out $OUT                      # gpu budgets, one H200
+    python benchmarks/learning.py --small --out /tmp/learning-small             # plumbing, seconds
+
+``--small`` shrinks everything (a one-persona corpus, no warm start, 2 steps of 3 rollouts of
+16-token turns) so the whole path runs in seconds on the CPU; its verdicts mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+CURVE_COLUMNS = ("train/reward", "train/bad_parse_rate", "train/kl_penalty", "train/grad_norm",
+                 "train/mean_gen_tokens")
+
+
+def _small(protocol: Any, ladder: Any) -> tuple[Any, Any]:
+    """The protocol and ladder cut to a seconds-long run of every cpu task."""
+    from negotiation.protocol import LearningWarmStart
+
+    ws = protocol.warm_start
+    corpus = ws.corpus.model_copy(update={"sellers": ws.corpus.sellers[:1], "train_seeds_per_domain": 1,
+                                          "validation_seeds_per_domain": 1})
+    sequences = protocol.training.sequences.model_copy(update={"new_tokens_per_turn": 16})
+    protocol = protocol.model_copy(update={
+        "warm_start": ws.model_copy(update={"corpus": corpus}),
+        "training": protocol.training.model_copy(update={"sequences": sequences})})
+    tasks = {}
+    for name, task in ladder.tasks.items():
+        if task.cpu is None:
+            continue
+        budget = task.cpu.model_copy(update={"warm_start": LearningWarmStart(steps=0), "steps": 2, "group_size": 3,
+                                             "scenarios_per_step": 1})
+        criteria = tuple(c.model_copy(update={"window": 1}) for c in task.criteria)
+        tasks[name] = task.model_copy(update={"cpu": budget, "criteria": criteria, "validation_scenarios": 1})
+    return protocol, ladder.model_copy(update={"tasks": tasks})
+
+
+def _curves(run_dir: Path) -> dict[str, list[float]]:
+    import pandas as pd
+
+    from negotiation.training.lm import CURVES_FILE
+
+    table = pd.read_csv(run_dir / CURVES_FILE)
+    return {c: [float(v) for v in table[c]] for c in ("step", *CURVE_COLUMNS) if c in table.columns}
+
+
+def _print_task(name: str, verdict: dict[str, Any], curves: dict[str, list[float]], seconds: float) -> None:
+    print(f"\n== {name} ({verdict['machine']}, {verdict['size']}, {verdict['steps']} steps, lr "
+          f"{verdict['learning_rate']:g}, base {verdict['base']}): {seconds:.0f} s")
+    cols = [c for c in CURVE_COLUMNS if c in curves]
+    print("step " + " ".join(f"{c.split('/')[-1]:>14}" for c in cols))
+    for i, step in enumerate(curves["step"]):
+        print(f"{int(step):4d} " + " ".join(f"{curves[c][i]:14.4f}" for c in cols))
+    for c in verdict["criteria"]:
+        print(f"{c['metric']}: first-{c['window']} mean {c['first_mean']:.4f} -> last-{c['window']} mean "
+              f"{c['last_mean']:.4f}, change {c['change']:+.4f} (needs {c['direction']} >= {c['min_change']}): "
+              f"{'PASS' if c['passed'] else 'FAIL'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", help="cpu: the cpu budgets; cuda: the gpu budgets")
+    parser.add_argument("--tasks", nargs="*", default=None, help="default: every task with a budget here")
+    parser.add_argument("--size", default=None, help="default: each budget's first size")
+    parser.add_argument("--seed", type=int, default=None, help="training seed (default: the budget's)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--small", action="store_true", help="a seconds-long run of the plumbing (cpu)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+
+    from negotiation.protocol import load_learning
+    from negotiation.study import load_study
+    from negotiation.learning import run_learning_task
+    from negotiation.training.lm import LmRuntime
+
+    study = load_study("lm")
+    protocol, ladder = study.protocol, load_learning(study.protocol, study.root)
+    if args.small:
+        protocol, ladder = _small(protocol, ladder)
+    machine = "cpu" if args.device == "cpu" else "gpu"
+    names = args.tasks or [n for n, t in ladder.tasks.items() if getattr(t, machine) is not None]
+    if args.seed is not None:
+        tasks = {n: t.model_copy(update={machine: getattr(t, machine).model_copy(update={"seed": args.seed})})
+                 for n, t in ladder.tasks.items() if getattr(t, machine) is not None}
+        ladder = ladder.model_copy(update={"tasks": tasks})
+    runtime = LmRuntime(device=args.device, dtype="float32" if machine == "cpu" else "bfloat16", threads=args.threads)
+    results = {}
+    for name in names:
+        start = time.perf_counter()
+        verdict = run_learning_task(protocol, ladder, name, machine=machine, out=args.out, size=args.size,
+                                    runtime=runtime)
+        seconds = time.perf_counter() - start
+        curves = _curves(args.out / f"{name}_{verdict['size']}")
+        _print_task(name, verdict, curves, seconds)
+        results[name] = {**verdict, "curves": curves, "seconds": seconds}
+    report = {"version": 1, "device": args.device, "small": args.small, "tasks": results,
+              "passed": all(r["passed"] for r in results.values())}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "learning.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"\nwrote {args.out / 'learning.json'}: {'all passed' if report['passed'] else 'FAILED'}")
+    return 0 if report["passed"] or args.small else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

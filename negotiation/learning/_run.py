@@ -1,0 +1,78 @@
+"""Running one learning-ladder task end to end: base, token-level GRPO run, verdict.
+
+The ladder (``protocol/<study>/learning.yaml``, issue 27) checks that the token trainer learns.
+This sits above both the trainer (``negotiation.training.lm``) and the base builders
+(``negotiation.ladder``), so the trainer's pipeline stages never depend on the builders. See
+docs/training.md, "The learning ladder".
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from negotiation.errors import ConfigError
+from negotiation.ladder import TOKENIZER_RECORD, WARM_START_RECORD, write_base, write_tokenizer
+from negotiation.protocol import LearningLadder, LearningWarmStart, Protocol
+from negotiation.training.lm import LmRuntime, task_train_config, task_verdict, train_lm_arm, write_verdict
+
+__all__ = ["run_learning_task"]
+
+
+def _warm_protocol(protocol: Protocol, warm: LearningWarmStart) -> Protocol:
+    """The protocol whose warm start (corpus, recipe, corpus buyers) builds the budget's base."""
+    ws = protocol.warm_start
+    corpus = ws.corpus.model_copy(update={k: getattr(warm, k) for k in ("sellers", "train_seeds_per_domain",
+                                                                        "prompt_variants") if getattr(warm, k)})
+    recipe = ws.model_copy(update={"corpus": corpus, **{k: getattr(warm, k) for k in ("batch_sequences",
+                                                                                     "learning_rate") if getattr(warm, k)}})
+    updates: dict[str, Any] = {"warm_start": recipe}
+    if warm.buyers is not None:
+        buyers = protocol.buyers.model_dump()
+        buyers["training"] = [b.model_dump() for b in warm.buyers]
+        updates["buyers"] = type(protocol.buyers).model_validate(buyers)
+    return protocol.model_copy(update=updates)
+
+
+def _base(protocol: Protocol, size: str, warm: LearningWarmStart | None, out: Path, device: str) -> Path:
+    """The study's tokenizer and the size's base under ``out``, built once and then reused: a base
+    folder is keyed by its warm start and complete once its ``warm_start.json`` exists."""
+    tokenizer = out / "tokenizer"
+    if not (tokenizer / TOKENIZER_RECORD).is_file():
+        write_tokenizer(protocol, tokenizer)
+    key = "study" if warm is None else hashlib.sha256(warm.model_dump_json().encode()).hexdigest()[:12]
+    folder = out / f"base_{size}_{key}"
+    if not (folder / WARM_START_RECORD).is_file():
+        source = protocol if warm is None else _warm_protocol(protocol, warm)
+        write_base(source, size, tokenizer, folder, steps=None if warm is None else warm.steps, device=device,
+                   log=lambda _: None)
+    return folder
+
+
+def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, machine: str, out: str | Path,
+                      size: str | None = None, runtime: LmRuntime | None = None) -> dict[str, Any]:
+    """Run task ``name`` end to end at its ``machine`` (``cpu``/``gpu``) budget: tokenizer and
+    warm-started base (reused under ``out``), ``train_lm_arm`` in ``out/<name>_<size>``, then the
+    pass criteria on its curves; writes and returns the verdict."""
+    if name not in ladder.tasks:
+        raise ConfigError(f"protocol/{ladder.study}/learning.yaml:tasks: no task {name!r} (tasks: {list(ladder.tasks)})")
+    task = ladder.tasks[name]
+    budget = getattr(task, machine)
+    if budget is None:
+        raise ConfigError(f"protocol/{ladder.study}/learning.yaml:tasks.{name}.{machine}: the task has no "
+                          f"{machine} budget")
+    size = size or budget.sizes[0]
+    runtime = runtime or LmRuntime()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    base = _base(protocol, size, budget.warm_start, out, runtime.device)
+    cfg = task_train_config(protocol, name, task, budget, size, base=base, runtime=runtime)
+    run_dir = out / f"{name}_{size}"
+    train_lm_arm(cfg, run_dir, track=False)
+    verdict = {"version": 1, "task": name, "machine": machine, "size": size, "steps": budget.steps,
+               "warm_start": None if budget.warm_start is None else budget.warm_start.model_dump(mode="json"),
+               "base": str(base), "learning_rate": budget.learning_rate,
+               "seed": budget.seed, "reward": task.reward, **task_verdict(task, run_dir)}
+    write_verdict(run_dir, verdict)
+    return verdict

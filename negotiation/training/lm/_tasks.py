@@ -1,0 +1,102 @@
+"""The learning ladder's tasks (``protocol/lm/learning.yaml``) as token-trainer runs.
+
+A task is data: changes to the study's recipe, buyers and reward kind (``LearningTask``). This
+module turns (protocol, task, budget, size) into an ordinary ``LmTrainConfig`` with
+``model_copy`` overrides, so the trainer under test is exactly the one every arm trains with,
+and reads a finished run's curves against the task's pass criteria. Running a task end to end
+(base, training, verdict) is ``negotiation.learning``'s, which also needs the ladder's builders.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from negotiation.errors import ConfigError
+from negotiation.protocol import (
+    LearningBudget, LearningCriterion, LearningTask, Protocol,
+)
+from negotiation.training.lm._config import LmArm, LmRuntime, LmTrainConfig
+from negotiation.training.lm._trainer import CURVES_FILE, VALIDATION_FILE
+
+__all__ = ["VERDICT_FILE", "criterion_verdict", "task_train_config", "task_verdict", "write_verdict"]
+
+VERDICT_FILE = "verdict.json"
+"""The verdict a task run writes beside its curves."""
+
+
+def _task_recipe(protocol: Protocol, task: LearningTask, budget: LearningBudget, size: str) -> Any:
+    """The size's recipe with the task's and the budget's overrides, re-validated."""
+    base = protocol.recipe_for(size)
+    group = budget.group_size or base.group_size
+    scenarios = budget.scenarios_per_step or base.scenarios_per_step
+    steps = budget.steps
+    updates = {
+        "learning_rate": budget.learning_rate,
+        "lr_floor": budget.learning_rate * base.lr_floor / base.learning_rate,  # the recipe's floor ratio
+        "group_size": group, "scenarios_per_step": scenarios, "episodes_per_step": group * scenarios,
+        "rollout_turns": task.rollout_turns or base.rollout_turns,
+        "warmup_steps": base.warmup_steps if task.warmup_steps is None else task.warmup_steps,
+        "validation_scenarios": task.validation_scenarios or base.validation_scenarios,
+        # one run, validated and saved at its start and end only: the task reads the curves
+        "initial_steps": steps, "combined_steps": steps + 1, "validation_every": steps, "checkpoint_every": steps,
+        "read_points": {},
+    }
+    return type(base).model_validate({**base.model_dump(), **updates})
+
+
+def task_train_config(protocol: Protocol, name: str, task: LearningTask, budget: LearningBudget, size: str, *,
+                      base: Path, runtime: LmRuntime | None = None) -> LmTrainConfig:
+    """The ``LmTrainConfig`` of task ``name`` at ``size`` under ``budget`` (base: the size's
+    warm-started Hugging Face folder). The recipe section the size trains with is replaced by the
+    task's recipe and the training pool by the task's buyers; nothing else of the protocol changes."""
+    if size not in budget.sizes:
+        raise ConfigError(f"learning task {name!r}: size {size!r} is not in the budget's sizes {list(budget.sizes)}")
+    recipe = _task_recipe(protocol, task, budget, size)
+    section = "training" if protocol.recipe_for(size) is protocol.training else "gpu_training"
+    updates: dict[str, Any] = {section: recipe}
+    if task.training_buyers is not None:
+        buyers = protocol.buyers.model_dump()
+        buyers["training"] = [b.model_dump() for b in task.training_buyers]
+        updates["buyers"] = type(protocol.buyers).model_validate(buyers)
+    arm = LmArm(study=protocol.study, arm=f"learn_{name}_{size}", size=size, base=Path(base), lr_multiple=1.0,
+                steps=budget.steps, seed=budget.seed)
+    return LmTrainConfig(protocol=protocol.model_copy(update=updates), arm=arm, runtime=runtime or LmRuntime(),
+                         reward=task.reward)
+
+
+def criterion_verdict(criterion: LearningCriterion, values: list[float]) -> dict[str, Any]:
+    """First-k mean, last-k mean, their change and whether it passes ``criterion``."""
+    k = criterion.window
+    if len(values) < 2 * k and criterion.metric != "validation/score":
+        raise ValueError(f"{criterion.metric}: {len(values)} values, the criterion needs 2 x {k}")
+    if len(values) < 2:
+        raise ValueError(f"{criterion.metric}: {len(values)} values, a change needs at least 2")
+    k = min(k, len(values) // 2)
+    first, last = float(pd.Series(values[:k]).mean()), float(pd.Series(values[-k:]).mean())
+    change = last - first
+    moved = change if criterion.direction == "increase" else -change
+    return {"metric": criterion.metric, "direction": criterion.direction, "window": k,
+            "min_change": criterion.min_change, "first_mean": first, "last_mean": last, "change": change,
+            "passed": bool(moved >= criterion.min_change), "values": [float(v) for v in values]}
+
+
+def task_verdict(task: LearningTask, run_dir: Path) -> dict[str, Any]:
+    """Every criterion of ``task`` read from a finished run's ``curves.csv`` / ``validation.csv``."""
+    curves = pd.read_csv(Path(run_dir) / CURVES_FILE)
+    validation = pd.read_csv(Path(run_dir) / VALIDATION_FILE)
+    results = []
+    for c in task.criteria:
+        table = validation if c.metric == "validation/score" else curves
+        results.append(criterion_verdict(c, [float(v) for v in table[c.metric]]))
+    return {"criteria": results, "passed": all(r["passed"] for r in results)}
+
+
+def write_verdict(run_dir: Path, verdict: dict[str, Any]) -> Path:
+    """``verdict.json`` in ``run_dir``."""
+    path = Path(run_dir) / VERDICT_FILE
+    path.write_text(json.dumps(verdict, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
