@@ -30,6 +30,7 @@ Seeding, start, the step schedule and the run's files are the demo trainer's
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,14 +139,21 @@ def _episode_stats(ep: TokenEpisodes) -> dict[str, float]:
             "train/truncated_rate": float(ep.truncated.mean())}
 
 
+def _sampler_logprobs(ep: TokenEpisodes, keep: list[int]) -> list[list[float]] | None:
+    """The kept episodes' sampler log-probs (aligned with ``ids``), or None when the sampler reported
+    none (a plain ``Generate``: NaN at every generated token), so no gap column is logged."""
+    rows = [ep.gen_logprobs[i] for i in keep]
+    reported = any(not math.isnan(v) for i, row in zip(keep, rows) for v, m in zip(row, ep.gen_mask[i]) if m)
+    return rows if reported else None
+
+
 def _update(st: _State, cfg: LmTrainConfig, ep: TokenEpisodes, lr: float) -> dict[str, float]:
     t = cfg.run_protocol.training
     returns = ep.returns.reshape(t.scenarios_per_step, t.group_size)
     adv = loo_advantages(returns).reshape(-1)
     keep = [i for i in range(len(ep.ids)) if ep.trainable[i]]
-    sampled = getattr(ep, "gen_logprobs", None)  # the sampler's log-probs, aligned with ids, when it gives them
     batch = TokenBatch([ep.ids[i] for i in keep], [ep.gen_mask[i] for i in keep], [float(adv[i]) for i in keep],
-                       None if sampled is None else [sampled[i] for i in keep])
+                       _sampler_logprobs(ep, keep))
     st.seller.model.train()
     metrics = grpo_token_step(st.seller.model, st.reference, st.optimizer, batch, lr=lr, clip_low=t.clip.low,
                               clip_high=t.clip.high, kl_coef=t.kl.coefficient, max_grad_norm=MAX_GRAD_NORM,
