@@ -110,7 +110,7 @@ def summarize(rows: list[dict], peak_flops: float) -> dict:
 
 
 def run_side(tree: Path, spec: dict) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)], cwd=tree,
                           env=env, capture_output=True, text=True)
     if proc.returncode != 0:
