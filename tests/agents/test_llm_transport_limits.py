@@ -43,6 +43,12 @@ class TrickleServer:
                     conn.sendall(piece)
                     self.sent += len(piece)
                     time.sleep(self.pause)
+                # Close gently: a close with unread request bytes sends a reset, which the client
+                # can see before it has read the reply.
+                conn.shutdown(socket.SHUT_WR)
+                conn.settimeout(5)
+                while conn.recv(65536):
+                    pass
             except OSError:
                 return  # the client hung up: what the test wants
 
