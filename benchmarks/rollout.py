@@ -139,7 +139,7 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                "truncated": int(ep.truncated.sum())}
         if name == "engine":
             s = engine.stats
-            row.update(decode_steps=s.decode_steps, live_share=round(s.live_share, 3), env_seconds=round(s.env_seconds, 3),
+            row.update(decode_steps=s.decode_steps, live_share=round(s.live_share, 3), env_seconds=round(s.env_seconds, 3), wait_seconds=round(s.wait_seconds, 3),
                        env_calls=s.env_steps, graph_error=engine.decoder.graph_error)
         else:
             row.update(decode_steps=counter["steps"], live_share=round(tokens / max(1, counter["row_steps"]), 3))

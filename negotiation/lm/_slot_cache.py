@@ -31,6 +31,9 @@ class SlotIndex:
     """``[R]`` int64 cache rows of the forward's batch rows, or None: batch row ``b`` is cache row ``b``."""
     positions: torch.Tensor
     """``[R, T]`` int64 cache position of every input token (``C``, the trash slot, for padding)."""
+    window: int | None = None
+    """Positions attention reads, from 0 (None: all ``C + 1``): the caller's bound on every row's
+    length, so a step costs what the longest sequence holds, not what the cache could hold."""
 
 
 def _layer_class() -> type:
@@ -58,12 +61,15 @@ def _layer_class() -> type:
             # [R, T] row and position indices around a sliced head dim index a [R, T, H, D] block
             self.keys[batch[:, None], :, pos] = key_states.transpose(1, 2)
             self.values[batch[:, None], :, pos] = value_states.transpose(1, 2)
+            window = self.index.window
+            keys = self.keys if window is None else self.keys[:, :, :window]
+            values = self.values if window is None else self.values[:, :, :window]
             if rows is None:
-                return self.keys, self.values
-            return self.keys[rows], self.values[rows]
+                return keys, values
+            return keys[rows], values[rows]
 
         def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-            return self.keys.shape[2], 0
+            return self.index.window or self.keys.shape[2], 0
 
         def get_seq_length(self) -> int:
             return 0  # lengths are per row; the caller always passes position_ids

@@ -12,9 +12,12 @@ The decode step has one fixed shape and does everything on the device: sample ev
 token from the last logits (``_sampling``'s Gumbel-max draw keyed by seed, per-slot token index
 and token id, top-k at a fixed width), note its log-prob under the raw distribution, write it to
 the slot's cache at the slot's length (idle slots write to the trash position), build the mask
-from the lengths, update lengths and live flags. On CUDA that step is captured once as a CUDA
-graph and ``run(K)`` replays it ``K`` times (launches are asynchronous: the host is free
-meanwhile); on the CPU the same step runs eagerly. Draws do not depend on which slots share the
+from the lengths, update lengths and live flags. Attention reads a *window* of the cache, the
+first ``W`` positions, ``W`` a multiple of ``window_block`` just above the longest sequence the
+next steps can reach (the host bounds it from the lengths it fed and the steps it queued, without
+reading the device), so a step costs what the batch holds, not what the cache could. On CUDA the
+step is captured as a CUDA graph per window and ``run(K)`` replays it ``K`` times (launches are
+asynchronous: the host is free meanwhile); on the CPU the same step runs eagerly. Draws do not depend on which slots share the
 batch, so a sequence gets the tokens of a per-request loop (exactly in float64).
 """
 
@@ -58,15 +61,18 @@ class SlotDecoder:
         temperature, top_k, top_p: the sampling of every turn (0 / None / None: off).
         prefill_tokens: padded tokens per prefill forward (rows are fed in chunks within it).
         cuda_graph: capture the step as a CUDA graph on CUDA (eager if the capture fails; ``graph_error``).
+        window_block: granularity of the attention window (positions); one graph per window used.
     """
 
     def __init__(self, model: Any, *, slots: int, cache_tokens: int, stop_token_ids: Sequence[int],
                  max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
-                 top_p: float | None = None, prefill_tokens: int = 16384, cuda_graph: bool = True):
+                 top_p: float | None = None, prefill_tokens: int = 16384, cuda_graph: bool = True,
+                 window_block: int = 256):
         if slots < 1 or cache_tokens < 2 or max_new_tokens < 1 or not stop_token_ids:
             raise ValueError("SlotDecoder: needs slots >= 1, cache_tokens >= 2, max_new_tokens >= 1, a stop token")
         self.model, self.slots, self.cache_tokens = model, int(slots), int(cache_tokens)
         self.max_new_tokens, self.prefill_tokens = int(max_new_tokens), int(prefill_tokens)
+        self.window_block = max(1, int(window_block))
         param = next(model.parameters())
         self.device, dtype = param.device, param.dtype
         b, dev = self.slots, self.device
@@ -94,10 +100,18 @@ class SlotDecoder:
         """Decode steps run so far (each over all ``B`` slots)."""
         self.live_slot_steps = 0
         """Sum over collected turns of their tokens: live slot-steps, for the share of live rows."""
-        self.graph: Any = None
+        self.host_length = [0] * b
+        """Each slot's length as the host last knew it (set by ``feed``, ``collect``, ``release``):
+        exact for an idle slot, the length at its feed for a decoding one."""
+        self.fed_at = [0] * b
+        """``decode_steps`` when each slot's turn started (bounds its growth since)."""
+        self.decoding: set[int] = set()
+        """Slots fed and not yet collected."""
+        self.graphs: dict[int | None, Any] = {}
+        """Captured decode step per window (CUDA)."""
         self.graph_error: str | None = None
-        # captured on the first run, when the caller has put the model in eval mode
-        self._capture_pending = cuda_graph and dev.type == "cuda"
+        # captured on first use of a window, when the caller has put the model in eval mode
+        self._use_graphs = cuda_graph and dev.type == "cuda"
 
     @torch.inference_mode()
     def feed(self, slots: Sequence[int], token_ids: Sequence[Sequence[int]], seeds: Sequence[int]) -> None:
@@ -105,8 +119,10 @@ class SlotDecoder:
         start a turn there drawing from ``seeds[i]``. Lengths must stay within ``cache_tokens``."""
         if not slots:
             return
-        dev, lengths = self.device, self.length[torch.tensor(list(slots), device=self.device)].tolist()
+        dev, lengths = self.device, [self.host_length[s] for s in slots]
         for s, n, ids in zip(slots, lengths, token_ids):
+            if s in self.decoding:
+                raise ValueError(f"slot {s}: fed while its turn is still decoding")
             if not ids or n + len(ids) > self.cache_tokens:
                 raise ValueError(f"slot {s}: {n} cached + {len(ids)} new tokens do not fit {self.cache_tokens}")
         width = max(len(ids) for ids in token_ids)
@@ -119,6 +135,10 @@ class SlotDecoder:
         self.seeds[rows] = torch.tensor([int(s) for s in seeds], dtype=torch.long, device=dev)
         self.step[rows] = 0
         self.live[rows] = True
+        for s, ids in zip(slots, token_ids):
+            self.host_length[s] += len(ids)
+            self.fed_at[s] = self.decode_steps
+            self.decoding.add(s)
 
     def _prefill(self, slots: list[int], token_ids: list[Sequence[int]], lengths: list[int]) -> None:
         """One left-padded forward of ``[R, T]`` new tokens at each slot's own positions; the last
@@ -130,15 +150,31 @@ class SlotDecoder:
             ids[r, width - len(row):] = torch.tensor(list(row), dtype=torch.long)
             pos[r, width - len(row):] = torch.arange(n, n + len(row))
         ids, pos, rows = ids.to(dev), pos.to(dev), torch.tensor(slots, dtype=torch.long, device=dev)
+        window = self._window(max(n + len(row) for row, n in zip(token_ids, lengths)))
+        positions = self.positions[:window]
         # query j of a row sees the row's cache up to its own position (padding queries: position 0 on)
         seen = torch.where(pos == trash, 0, pos)
-        mask = (self.positions[None, None, :] <= seen[:, :, None]) & (self.positions < trash)
-        self.cache.index.rows, self.cache.index.positions = rows, pos
+        mask = (positions[None, None, :] <= seen[:, :, None]) & (positions < trash)
+        self.cache.index.rows, self.cache.index.positions, self.cache.index.window = rows, pos, window
         out = self.model(input_ids=ids, attention_mask=mask[:, None], position_ids=seen, past_key_values=self.cache,
                          use_cache=True, logits_to_keep=1)
         self.logits[rows] = out.logits[:, -1, :]
 
-    def _step(self) -> None:
+    def _window(self, longest: int) -> int | None:
+        """Positions to attend for sequences of at most ``longest`` tokens: a multiple of
+        ``window_block`` (None: the whole cache, trash position included)."""
+        window = -(-longest // self.window_block) * self.window_block
+        return None if window > self.cache_tokens else window
+
+    def _decode_window(self, steps: int) -> int | None:
+        """The window for the next ``steps`` decode steps: each decoding slot ends them at most at
+        its fed length plus its turn cap, or plus the steps queued since its feed."""
+        queued = self.decode_steps + steps
+        longest = max((self.host_length[s] + min(queued - self.fed_at[s], self.max_new_tokens)
+                       for s in self.decoding), default=1)
+        return self._window(longest)
+
+    def _step(self, window: int | None) -> None:
         """One decode step of every slot, all on the device (what the CUDA graph records)."""
         active = self.live
         sampled = sample_tokens(self.logits.float(), seeds=self.seeds, step=self.step, temperature=self.temperature,
@@ -150,8 +186,9 @@ class SlotDecoder:
         self.tokens.scatter_(1, column, sampled[:, None])
         self.logprobs.scatter_(1, column, logprob.to(torch.float64)[:, None])
         write = torch.where(active, self.length, self.cache_tokens)
-        self.cache.index.rows, self.cache.index.positions = None, write[:, None]
-        mask = (self.positions[None, :] <= self.length[:, None]) & (self.positions < self.cache_tokens)
+        self.cache.index.rows, self.cache.index.positions, self.cache.index.window = None, write[:, None], window
+        positions = self.positions[:window]
+        mask = (positions[None, :] <= self.length[:, None]) & (positions < self.cache_tokens)
         out = self.model(input_ids=sampled[:, None], attention_mask=mask[:, None, None, :],
                          position_ids=self.length[:, None], past_key_values=self.cache, use_cache=True)
         self.logits.copy_(out.logits[:, -1, :])
@@ -164,14 +201,15 @@ class SlotDecoder:
     @torch.inference_mode()
     def run(self, steps: int) -> None:
         """Advance every slot ``steps`` decode steps (CUDA: graph replays, queued without a sync)."""
-        if self._capture_pending:
-            self._capture_pending = False
-            self._capture()
+        window = self._decode_window(steps)
+        if self._use_graphs and window not in self.graphs:
+            self.graphs[window] = self._capture(window)
+        graph = self.graphs.get(window)
         for _ in range(steps):
-            if self.graph is not None:
-                self.graph.replay()
+            if graph is not None:
+                graph.replay()
             else:
-                self._step()
+                self._step(window)
         self.decode_steps += steps
 
     @torch.inference_mode()
@@ -187,6 +225,8 @@ class SlotDecoder:
         out = []
         for s, n, ids, lps in zip(ended, counts, tokens, logprobs):
             self.live_slot_steps += n
+            self.host_length[s] += n
+            self.decoding.discard(s)
             out.append(TurnEnd(s, ids[:n], lps[:n], ids[n - 1] in stops))
         return out
 
@@ -196,27 +236,35 @@ class SlotDecoder:
             rows = torch.tensor(list(slots), dtype=torch.long, device=self.device)
             self.length[rows] = 0
             self.live[rows] = False
+            for s in slots:
+                self.host_length[s] = 0
+                self.decoding.discard(s)
 
-    def _capture(self) -> None:
-        """Record ``_step`` as a CUDA graph after warm-up steps on a side stream, every slot idle
-        meanwhile (their writes go to the trash position), the state restored after."""
-        saved = [t.clone() for t in (self.length, self.live, self.step, self.logits, self.tokens, self.logprobs)]
+    def _capture(self, window: int | None) -> Any:
+        """Record ``_step`` at ``window`` as a CUDA graph after warm-up steps on a side stream,
+        every slot idle meanwhile (their writes go to the trash position), the state restored
+        after; None (and ``graph_error``) if the step cannot be captured: it then runs eagerly."""
+        if self.graph_error is not None:
+            return None
+        buffers = (self.length, self.live, self.step, self.logits, self.tokens, self.logprobs)
+        saved = [t.clone() for t in buffers]
         self.live.zero_()
+        graph = None
         try:
             with torch.inference_mode():
                 side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(side):
                     for _ in range(2):
-                        self._step()
+                        self._step(window)
                 torch.cuda.current_stream().wait_stream(side)
                 graph = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(graph):
-                    self._step()
-            self.graph = graph
+                    self._step(window)
         except Exception as exc:  # a model whose step cannot be captured still decodes, eagerly
             torch.cuda.synchronize()
-            self.graph_error = f"{type(exc).__name__}: {exc}"
+            graph, self.graph_error = None, f"{type(exc).__name__}: {exc}"
             log.warning("CUDA-graph capture of the slot decode step failed, decoding eagerly: %s", self.graph_error)
-        for buffer, value in zip((self.length, self.live, self.step, self.logits, self.tokens, self.logprobs), saved):
+        for buffer, value in zip(buffers, saved):
             buffer.copy_(value)
+        return graph

@@ -21,10 +21,12 @@ def _turn(model, history: list[int], seed: int, cap: int) -> list[int]:
     return reference(model, request)
 
 
-def test_slots_keep_their_cache_across_turns_and_match_the_per_request_loop(model):
+@pytest.mark.parametrize("window_block", [4, 256])  # attention windows that grow with the sequences; the whole cache
+def test_slots_keep_their_cache_across_turns_and_match_the_per_request_loop(model, window_block):
     cap = 6
     decoder = SlotDecoder(model, slots=3, cache_tokens=100, stop_token_ids=STOPS, max_new_tokens=cap,
-                          temperature=1.0, top_k=5, top_p=0.9, prefill_tokens=16)  # prefill in several chunks
+                          temperature=1.0, top_k=5, top_p=0.9, prefill_tokens=16,  # prefill in several chunks
+                          window_block=window_block)
     rng = torch.Generator().manual_seed(0)
     histories = [[int(t) for t in torch.randint(8, VOCAB, (n,), generator=rng)] for n in (3, 11, 7)]
     decoder.feed([0, 1, 2], histories, [10, 11, 12])

@@ -75,6 +75,23 @@ class TokenEpisodes:
         return sum(e.n_bad("seller") for e in done), sum(e.n_turns_of("seller") for e in done)
 
 
+def encode_many(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
+    """``tokenizer.encode(text, add_special_tokens=False)`` of each text, in one call of a fast
+    tokenizer's Rust backend (the per-call Python wrapping cost more than the encoding)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return [tokenizer.encode(t, add_special_tokens=False) for t in texts]
+    return [e.ids for e in backend.encode_batch(list(texts), add_special_tokens=False)] if texts else []
+
+
+def decode_many(tokenizer: Any, rows: Sequence[Sequence[int]]) -> list[str]:
+    """``tokenizer.decode(ids, skip_special_tokens=True)`` of each row, batched the same way."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or getattr(tokenizer, "clean_up_tokenization_spaces", False):
+        return [tokenizer.decode(list(r), skip_special_tokens=True) for r in rows]
+    return backend.decode_batch([list(r) for r in rows], skip_special_tokens=True)
+
+
 @runtime_checkable
 class EpisodeEngine(Protocol):
     """A sampler that plays whole episodes itself (``SlotRollout``): ``play`` runs every episode of
@@ -109,6 +126,9 @@ class EpisodeBook:
         self.returns, self.truncated = np.zeros(n), np.zeros(n, dtype=bool)
         self.gen_tokens, self.finished = np.zeros(n, dtype=np.int64), [False] * n
         self.eot, self.stops = settings.turn_tags.end_of_turn_id, {int(s) for s in stop_ids}
+        self.last_turn: list[list[int]] = [[] for _ in range(n)]
+        self.games = [replay(EpisodeState.model_validate(m), settings) for m in self.meta]
+        """Each episode's live engine, played on by ``step_env`` (the metadata records the same turns)."""
 
     def cut(self, i: int) -> bool:
         """Stop episode ``i`` (truncated) if its next turn would not fit the context; True if stopped."""
@@ -116,8 +136,9 @@ class EpisodeBook:
             self.truncated[i] = True
         return bool(self.truncated[i])
 
-    def add_turn(self, i: int, new: Sequence[int], logprobs: Sequence[float] | None = None) -> str:
-        """Append seller turn ``new`` (with its sampler log-probs, if any) to episode ``i``; its text."""
+    def add_turn(self, i: int, new: Sequence[int], logprobs: Sequence[float] | None = None) -> None:
+        """Append seller turn ``new`` (with its sampler log-probs, if any) to episode ``i``."""
+        self.last_turn[i] = list(new)
         self.ids[i] += new
         self.mask[i] += [True] * len(new)
         self.logprobs[i] += list(logprobs) if logprobs is not None else [float("nan")] * len(new)
@@ -126,36 +147,40 @@ class EpisodeBook:
             self.ids[i].append(self.eot)
             self.mask[i].append(False)
             self.logprobs[i].append(float("nan"))
-        return self.tokenizer.decode(list(new), skip_special_tokens=True)
 
-    def step_env(self, episodes: Sequence[int], texts: Sequence[str]) -> list[int]:
-        """One environment step for the last turn of each of ``episodes`` (one batched call);
-        appends the observations; the episodes that go on."""
+    def step_env(self, episodes: Sequence[int]) -> list[int]:
+        """One environment step for the last turn of each of ``episodes`` (one batched call, the
+        turns decoded and the observations encoded in one tokenizer call each); appends the
+        observations; the episodes that go on."""
         if not episodes:
             return []
-        step = self.logic.step([[{"role": "assistant", "content": t}] for t in texts], [self.meta[i] for i in episodes])
+        texts = decode_many(self.tokenizer, [self.last_turn[i] for i in episodes])
+        step = self.logic.step([[{"role": "assistant", "content": t}] for t in texts], [self.meta[i] for i in episodes],
+                               [self.games[i] for i in episodes])
         going = []
         for j, i in enumerate(episodes):
             self.returns[i] += step.rewards[j]
             self.meta[i] = step.metadata[j]
             if step.terminateds[j]:
                 self.finished[i] = True
-                continue
-            obs = self.tokenizer.encode(step.observations[j]["content"], add_special_tokens=False)
+            else:
+                going.append(j)
+        observations = [step.observations[j]["content"] for j in going]
+        encoded = encode_many(self.tokenizer, observations)
+        for j, obs in zip(going, encoded):
+            i = episodes[j]
             self.ids[i] += obs
             self.mask[i] += [False] * len(obs)
             self.logprobs[i] += [float("nan")] * len(obs)
-            going.append(i)
-        return going
+        return [episodes[j] for j in going]
 
     def result(self) -> TokenEpisodes:
         """The finished batch: an episode the environment did not end is truncated."""
         n, settings = len(self.ids), self.settings
         for i in range(n):
             self.truncated[i] = self.truncated[i] or not self.finished[i]
-        episodes = [replay(EpisodeState.model_validate(self.meta[i]), settings).record(settings.seller_label,
-                                                                                       self.states[i].buyer)
-                    if self.finished[i] else None for i in range(n)]
+        episodes = [self.games[i].record(settings.seller_label, self.states[i].buyer) if self.finished[i] else None
+                    for i in range(n)]
         trainable = np.array([d["loss_multiplier"] > 0 for d in self.datums])
         return TokenEpisodes(self.ids, self.mask, self.returns, trainable, self.truncated, episodes, self.gen_tokens,
                              self.logprobs, -settings.environment.no_deal_penalty)
@@ -186,5 +211,6 @@ def _turn_synchronous(book: EpisodeBook, generate: Generate, sample_seeds: Seque
         if not active:
             break
         outs = generate([book.ids[i] for i in active], [turn_seed(sample_seeds[i], turn, "seller") for i in active])
-        texts = [book.add_turn(i, new) for i, new in zip(active, outs)]
-        book.step_env(active, texts)
+        for i, new in zip(active, outs):
+            book.add_turn(i, new)
+        book.step_env(active)

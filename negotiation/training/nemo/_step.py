@@ -71,10 +71,14 @@ class NegotiationStepLogic:
         # they first ran on, so a fresh loop per step (asyncio.run) would break them.
         self._loop = asyncio.new_event_loop()
 
-    def step(self, message_logs: Sequence[Sequence[Message]],
-             metadata: Sequence[Mapping[str, Any] | None]) -> StepOutcome:
-        """Play one seller turn (and the buyer's reply) for every sample."""
-        return self._loop.run_until_complete(self.astep(message_logs, metadata))
+    def step(self, message_logs: Sequence[Sequence[Message]], metadata: Sequence[Mapping[str, Any] | None],
+             games: Sequence[Negotiation] | None = None) -> StepOutcome:
+        """Play one seller turn (and the buyer's reply) for every sample.
+
+        ``games``: the caller's live engine of each sample, already at the sample's state (a
+        driver that keeps its episodes, as the token rollout does); played on in place instead of
+        replaying every recorded turn, which made a step's cost grow with the episode's length."""
+        return self._loop.run_until_complete(self.astep(message_logs, metadata, games))
 
     def close(self) -> None:
         """Release the event loop."""
@@ -86,13 +90,15 @@ class NegotiationStepLogic:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    async def astep(self, message_logs: Sequence[Sequence[Message]],
-                    metadata: Sequence[Mapping[str, Any] | None]) -> StepOutcome:
+    async def astep(self, message_logs: Sequence[Sequence[Message]], metadata: Sequence[Mapping[str, Any] | None],
+                    games: Sequence[Negotiation] | None = None) -> StepOutcome:
         """``step`` with the buyers' replies awaited concurrently (LLM buyers)."""
-        if len(message_logs) != len(metadata):
-            raise ValueError(f"{len(message_logs)} message logs but {len(metadata)} metadata entries")
-        results = await asyncio.gather(*(self._sample(i, log, meta)
-                                         for i, (log, meta) in enumerate(zip(message_logs, metadata))))
+        if len(message_logs) != len(metadata) or (games is not None and len(games) != len(metadata)):
+            raise ValueError(f"{len(message_logs)} message logs, {len(metadata)} metadata entries, "
+                             f"{'no' if games is None else len(games)} games")
+        live = games if games is not None else [None] * len(metadata)
+        results = await asyncio.gather(*(self._sample(i, log, meta, game)
+                                         for i, (log, meta, game) in enumerate(zip(message_logs, metadata, live))))
         out = StepOutcome()
         for result in results:
             out.observations.append({"role": "user", "content": result.observation})
@@ -117,12 +123,16 @@ class NegotiationStepLogic:
             self._buyers[spec] = self._agent_factory(spec, "buyer")
         return self._buyers[spec]
 
-    async def _sample(self, index: int, log: Sequence[Message], meta: Mapping[str, Any] | None) -> _SampleResult:
+    async def _sample(self, index: int, log: Sequence[Message], meta: Mapping[str, Any] | None,
+                      game: Negotiation | None) -> _SampleResult:
         state = self._state(index, meta)
         if not log or log[-1].get("role") != "assistant":
             role = log[-1].get("role") if log else None
             raise ValueError(f"sample {index}: the last message must be the seller's generation, got role {role!r}")
-        game = replay(state, self.settings)
+        if game is None:
+            game = replay(state, self.settings)
+        elif len(game.turns) != len(state.turns):
+            raise ValueError(f"sample {index}: the live game has {len(game.turns)} turns, its state {len(state.turns)}")
         if game.done or game.next_role != "seller":
             raise ValueError(f"sample {index}: episode {state.domain}/{state.seed} is not waiting for the seller")
         seller_turn = game.apply(str(log[-1].get("content", "")))
