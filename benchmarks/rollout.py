@@ -129,7 +129,8 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"size": args.size, "device": args.device, "dtype": args.dtype, "episodes": args.episodes,
                            "new_tokens_per_turn": args.sequences.new_tokens_per_turn, "rollout_turns": args.rollout_turns,
                            "mean_turn": args.mean_turn, "sync_every": args.sync_every}
-    for name, generate in (("engine", engine), ("reference", reference)):
+    paths = (("engine", engine),) if args.engine_only else (("engine", engine), ("reference", reference))
+    for name, generate in paths:
         play(protocol, tokenizer, model, generate, stops, args)  # warm-up: allocation, graph capture
         counter.update(steps=0, row_steps=0)
         ep, seconds = timed(lambda: play(protocol, tokenizer, model, generate, stops, args), args.device)
@@ -145,7 +146,9 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             row.update(decode_steps=counter["steps"], live_share=round(tokens / max(1, counter["row_steps"]), 3))
         out[name] = row
         out[name + "_ids"] = ep.ids
-    out["same_tokens"] = out.pop("engine_ids") == out.pop("reference_ids")
+    if not args.engine_only:
+        out["same_tokens"] = out.pop("engine_ids") == out.pop("reference_ids")
+    out.pop("engine_ids", None)
     return out
 
 
@@ -161,6 +164,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--new-tokens", type=int, default=0, help="turn cap (0: the protocol's)")
     p.add_argument("--rollout-turns", type=int, default=0, help="turn cap per episode (0: the protocol's)")
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--engine-only", action="store_true", help="time the engine alone (e.g. a sweep of --sync-every)")
     p.add_argument("--small", action="store_true",
                    help="lm_xs in float64, 4 episodes, 24-token turns, 3 turns: seconds on the CPU, tokens exactly equal")
     p.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")

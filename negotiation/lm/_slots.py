@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import torch
 
 from negotiation.lm._sampling import sample_tokens
+from negotiation.lm._slot_attention import slot_attention
 from negotiation.lm._slot_cache import slot_cache
 
 __all__ = ["SlotDecoder", "TurnEnd"]
@@ -127,9 +128,10 @@ class SlotDecoder:
                 raise ValueError(f"slot {s}: {n} cached + {len(ids)} new tokens do not fit {self.cache_tokens}")
         width = max(len(ids) for ids in token_ids)
         per_chunk = max(1, self.prefill_tokens // width)
-        for start in range(0, len(slots), per_chunk):
-            part = slice(start, start + per_chunk)
-            self._prefill(list(slots[part]), list(token_ids[part]), lengths[part])
+        with slot_attention(self.model):
+            for start in range(0, len(slots), per_chunk):
+                part = slice(start, start + per_chunk)
+                self._prefill(list(slots[part]), list(token_ids[part]), lengths[part])
         rows = torch.tensor(list(slots), dtype=torch.long, device=dev)
         self.length[rows] += torch.tensor([len(ids) for ids in token_ids], dtype=torch.long, device=dev)
         self.seeds[rows] = torch.tensor([int(s) for s in seeds], dtype=torch.long, device=dev)
@@ -202,14 +204,15 @@ class SlotDecoder:
     def run(self, steps: int) -> None:
         """Advance every slot ``steps`` decode steps (CUDA: graph replays, queued without a sync)."""
         window = self._decode_window(steps)
-        if self._use_graphs and window not in self.graphs:
-            self.graphs[window] = self._capture(window)
-        graph = self.graphs.get(window)
-        for _ in range(steps):
-            if graph is not None:
-                graph.replay()
-            else:
-                self._step(window)
+        with slot_attention(self.model):
+            if self._use_graphs and window not in self.graphs:
+                self.graphs[window] = self._capture(window)
+            graph = self.graphs.get(window)
+            for _ in range(steps):
+                if graph is not None:
+                    graph.replay()
+                else:
+                    self._step(window)
         self.decode_steps += steps
 
     @torch.inference_mode()
