@@ -63,12 +63,15 @@ class SlotDecoder:
         prefill_tokens: padded tokens per prefill forward (rows are fed in chunks within it).
         cuda_graph: capture the step as a CUDA graph on CUDA (eager if the capture fails; ``graph_error``).
         window_block: granularity of the attention window (positions); one graph per window used.
+        compile: run the decode step and the prefill forward through ``torch.compile`` (fused
+            kernels: a small model's step is bound by its kernel count, eager prefills by Python);
+            eager if compiling fails (``compile_error``).
     """
 
     def __init__(self, model: Any, *, slots: int, cache_tokens: int, stop_token_ids: Sequence[int],
                  max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
                  top_p: float | None = None, prefill_tokens: int = 16384, cuda_graph: bool = True,
-                 window_block: int = 256):
+                 window_block: int = 256, compile: bool = False):
         if slots < 1 or cache_tokens < 2 or max_new_tokens < 1 or not stop_token_ids:
             raise ValueError("SlotDecoder: needs slots >= 1, cache_tokens >= 2, max_new_tokens >= 1, a stop token")
         self.model, self.slots, self.cache_tokens = model, int(slots), int(cache_tokens)
@@ -113,6 +116,12 @@ class SlotDecoder:
         self.graph_error: str | None = None
         # captured on first use of a window, when the caller has put the model in eval mode
         self._use_graphs = cuda_graph and dev.type == "cuda"
+        self.compile_error: str | None = None
+        self._step_fn, self._prefill_fn = self._step, self._prefill_forward
+        if compile:
+            # the window (an int) and the prefill's [R, T] shapes vary: compiled once, symbolically
+            self._step_fn = torch.compile(self._step, dynamic=True)
+            self._prefill_fn = torch.compile(self._prefill_forward, dynamic=True)
 
     @torch.inference_mode()
     def feed(self, slots: Sequence[int], token_ids: Sequence[Sequence[int]], seeds: Sequence[int]) -> None:
@@ -120,7 +129,7 @@ class SlotDecoder:
         start a turn there drawing from ``seeds[i]``. Lengths must stay within ``cache_tokens``."""
         if not slots:
             return
-        dev, lengths = self.device, [self.host_length[s] for s in slots]
+        lengths = [self.host_length[s] for s in slots]
         for s, n, ids in zip(slots, lengths, token_ids):
             if s in self.decoding:
                 raise ValueError(f"slot {s}: fed while its turn is still decoding")
@@ -132,9 +141,9 @@ class SlotDecoder:
             for start in range(0, len(slots), per_chunk):
                 part = slice(start, start + per_chunk)
                 self._prefill(list(slots[part]), list(token_ids[part]), lengths[part])
-        rows = torch.tensor(list(slots), dtype=torch.long, device=dev)
-        self.length[rows] += torch.tensor([len(ids) for ids in token_ids], dtype=torch.long, device=dev)
-        self.seeds[rows] = torch.tensor([int(s) for s in seeds], dtype=torch.long, device=dev)
+        rows = self._to_device(list(slots))
+        self.length[rows] += self._to_device([len(ids) for ids in token_ids])
+        self.seeds[rows] = self._to_device([int(s) for s in seeds])
         self.step[rows] = 0
         self.live[rows] = True
         for s, ids in zip(slots, token_ids):
@@ -145,14 +154,19 @@ class SlotDecoder:
     def _prefill(self, slots: list[int], token_ids: list[Sequence[int]], lengths: list[int]) -> None:
         """One left-padded forward of ``[R, T]`` new tokens at each slot's own positions; the last
         column's logits become the slots' next-token logits."""
-        dev, width, trash = self.device, max(len(ids) for ids in token_ids), self.cache_tokens
+        width, trash = max(len(ids) for ids in token_ids), self.cache_tokens
         ids = torch.zeros((len(slots), width), dtype=torch.long)
         pos = torch.full((len(slots), width), trash, dtype=torch.long)
         for r, (row, n) in enumerate(zip(token_ids, lengths)):
             ids[r, width - len(row):] = torch.tensor(list(row), dtype=torch.long)
             pos[r, width - len(row):] = torch.arange(n, n + len(row))
-        ids, pos, rows = ids.to(dev), pos.to(dev), torch.tensor(slots, dtype=torch.long, device=dev)
         window = self._window(max(n + len(row) for row, n in zip(token_ids, lengths)))
+        self._call("prefill", self._prefill_fn, self._to_device(ids), self._to_device(pos), self._to_device(slots),
+                   window)
+
+    def _prefill_forward(self, ids: torch.Tensor, pos: torch.Tensor, rows: torch.Tensor, window: int | None) -> None:
+        """The prefill's device part: ``[R, T]`` tokens at ``[R, T]`` cache positions of cache rows ``[R]``."""
+        trash = self.cache_tokens
         positions = self.positions[:window]
         # query j of a row sees the row's cache up to its own position (padding queries: position 0 on)
         seen = torch.where(pos == trash, 0, pos)
@@ -161,6 +175,28 @@ class SlotDecoder:
         out = self.model(input_ids=ids, attention_mask=mask[:, None], position_ids=seen, past_key_values=self.cache,
                          use_cache=True, logits_to_keep=1)
         self.logits[rows] = out.logits[:, -1, :]
+
+    def _to_device(self, values: Any) -> torch.Tensor:
+        """int64 ``values`` on the device; on CUDA through pinned memory without waiting for the
+        queued decode steps (a copy from pageable memory waits for the whole stream)."""
+        tensor = values if isinstance(values, torch.Tensor) else torch.tensor(values, dtype=torch.long)
+        if self.device.type != "cuda":
+            return tensor.to(self.device)
+        return tensor.pin_memory().to(self.device, non_blocking=True)
+
+    def _call(self, what: str, compiled: Any, *args: Any) -> None:
+        """``compiled(*args)``; on a compile failure, warn, keep the reason in ``compile_error``
+        and run the eager function from then on (same result, more launches)."""
+        eager = self._step if what == "step" else self._prefill_forward
+        if compiled is eager:
+            return eager(*args)
+        try:
+            return compiled(*args)
+        except Exception as exc:  # a model inductor cannot compile still rolls out, eagerly
+            self.compile_error = f"{what}: {type(exc).__name__}: {exc}"
+            log.warning("torch.compile of the slot %s failed, running it eagerly: %s", what, self.compile_error)
+            self._step_fn, self._prefill_fn = self._step, self._prefill_forward
+            return eager(*args)
 
     def _window(self, longest: int) -> int | None:
         """Positions to attend for sequences of at most ``longest`` tokens: a multiple of
@@ -212,7 +248,7 @@ class SlotDecoder:
                 if graph is not None:
                     graph.replay()
                 else:
-                    self._step(window)
+                    self._call("step", self._step_fn, window)
         self.decode_steps += steps
 
     @torch.inference_mode()
@@ -236,7 +272,7 @@ class SlotDecoder:
     def release(self, slots: Sequence[int]) -> None:
         """Empty ``slots`` (length 0, not live): the next ``feed`` there starts a new sequence."""
         if slots:
-            rows = torch.tensor(list(slots), dtype=torch.long, device=self.device)
+            rows = self._to_device(list(slots))
             self.length[rows] = 0
             self.live[rows] = False
             for s in slots:
@@ -259,11 +295,11 @@ class SlotDecoder:
                 side.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(side):
                     for _ in range(2):
-                        self._step(window)
+                        self._call("step", self._step_fn, window)
                 torch.cuda.current_stream().wait_stream(side)
                 graph = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(graph):
-                    self._step(window)
+                    self._step_fn(window)
         except Exception as exc:  # a model whose step cannot be captured still decodes, eagerly
             torch.cuda.synchronize()
             graph, self.graph_error = None, f"{type(exc).__name__}: {exc}"

@@ -23,10 +23,24 @@ def _turn(model, history: list[int], seed: int, cap: int) -> list[int]:
 
 @pytest.mark.parametrize("window_block", [4, 256])  # attention windows that grow with the sequences; the whole cache
 def test_slots_keep_their_cache_across_turns_and_match_the_per_request_loop(model, window_block):
+    _play_three_turns(model, window_block=window_block)
+
+
+@pytest.mark.slow
+def test_the_compiled_step_and_prefill_draw_the_per_request_tokens():
+    """``compile=True`` (inductor-fused step and prefill, as CUDA runs them) draws the same tokens:
+    fusion may reorder float64 sums, never change a draw. Gemma3 only (the lm study's family):
+    each compile costs minutes on two cores."""
+    decoder = _play_three_turns(_gemma3(), window_block=4, compile=True)
+    assert decoder.compile_error is None
+
+
+def _play_three_turns(model, **options) -> SlotDecoder:
+    """Three slots, three turns each, checked turn by turn against the per-request loop."""
     cap = 6
     decoder = SlotDecoder(model, slots=3, cache_tokens=100, stop_token_ids=STOPS, max_new_tokens=cap,
                           temperature=1.0, top_k=5, top_p=0.9, prefill_tokens=16,  # prefill in several chunks
-                          window_block=window_block)
+                          **options)
     rng = torch.Generator().manual_seed(0)
     histories = [[int(t) for t in torch.randint(8, VOCAB, (n,), generator=rng)] for n in (3, 11, 7)]
     decoder.feed([0, 1, 2], histories, [10, 11, 12])
@@ -48,9 +62,11 @@ def test_slots_keep_their_cache_across_turns_and_match_the_per_request_loop(mode
                 decoding.add(s)
     assert decoder.length.tolist() == [len(h) for h in histories]
     assert decoder.decode_steps > 0 and 0 < decoder.live_slot_steps <= decoder.decode_steps * 3
+    return decoder
 
 
 def test_feeding_past_the_cache_is_refused(model):
     decoder = SlotDecoder(model, slots=1, cache_tokens=8, stop_token_ids=STOPS, max_new_tokens=2)
     with pytest.raises(ValueError, match="do not fit"):
         decoder.feed([0], [list(range(8, 17))], [0])
+
