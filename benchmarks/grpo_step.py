@@ -76,8 +76,9 @@ def worker(spec: dict) -> dict:
     arm = next(a for a in study.arms.values() if a.kind == "trained" and a.parent_run is None)
     arm = arm.model_copy(update={"size": size})
     cuda = spec["device"] != "cpu"
+    knobs = {"compile_rollout": True} if spec.get("compile") else {}  # the reference side's record lacks it
     runtime = LmRuntime(device=spec["device"], dtype="bfloat16" if cuda else "float32",
-                        gradient_checkpointing=spec["checkpointing"], micro_batch_tokens=spec["micro_batch_tokens"])
+                        gradient_checkpointing=spec["checkpointing"], micro_batch_tokens=spec["micro_batch_tokens"], **knobs)
     cfg = lm_train_config_for(study, arm.run, arm, base=Path(spec["base"]), runtime=runtime)
     update = {"arm": cfg.arm.model_copy(update={"steps": spec["steps"]})}
     if spec.get("small"):
@@ -130,6 +131,7 @@ def main() -> int:
     p.add_argument("--against-tree", help="a folder holding the reference side's package (no git needed)")
     p.add_argument("--checkpointing", action="store_true", help="gradient checkpointing on our side")
     p.add_argument("--micro-batch-tokens", type=int, default=65536)
+    p.add_argument("--compile", action="store_true", help="torch.compile the rollout engine on our side")
     p.add_argument("--peak-tflops", type=float, default=790.0, help="dense bf16 peak (H200: 790, measured)")
     p.add_argument("--work", default=None, help="folder for the tokenizer and bases (default: a temporary one)")
     p.add_argument("--out", default=None, help="write every figure as JSON here")
@@ -154,7 +156,8 @@ def main() -> int:
         for side, (tree, checkpointing) in sides.items():
             spec = {"root": str(tree), "size": size, "device": args.device, "steps": args.steps,
                     "base": str(work / "init" / size), "checkpointing": checkpointing,
-                    "micro_batch_tokens": args.micro_batch_tokens, "small": args.small}
+                    "micro_batch_tokens": args.micro_batch_tokens, "small": args.small,
+                    "compile": args.compile and side == "ours"}
             rows = run_side(tree, spec)["rows"]
             results.setdefault(size, {})[side] = summarize(rows, args.peak_tflops * 1e12)
             print(f"{size} {side:9s} {json.dumps(results[size][side])}", flush=True)

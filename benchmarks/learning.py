@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="training seed (default: the budget's)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--small", action="store_true", help="a seconds-long run of the plumbing (cpu)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the rollout engine (cuda)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
 
@@ -97,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         tasks = {n: t.model_copy(update={machine: getattr(t, machine).model_copy(update={"seed": args.seed})})
                  for n, t in ladder.tasks.items() if getattr(t, machine) is not None}
         ladder = ladder.model_copy(update={"tasks": tasks})
-    runtime = LmRuntime(device=args.device, dtype="float32" if machine == "cpu" else "bfloat16", threads=args.threads)
+    runtime = LmRuntime(device=args.device, dtype="float32" if machine == "cpu" else "bfloat16", threads=args.threads,
+                        compile_rollout=args.compile)
     results = {}
     for name in names:
         start = time.perf_counter()

@@ -123,12 +123,12 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     sampling = Decoding.from_protocol(protocol.sampling.self_served_seller, max_tokens=args.sequences.new_tokens_per_turn)
     context = args.sequences.context_tokens
     engine = default_generator(model, tokenizer, sampling=sampling, stop_ids=stops, max_batch=args.episodes,
-                               cache_tokens=context, sync_every=args.sync_every)
+                               cache_tokens=context, sync_every=args.sync_every, compile=args.compile)
     counter = {"steps": 0, "row_steps": 0}
     reference = reference_generator(model, tokenizer, sampling, stops, args.episodes, context, counter)
     out: dict[str, Any] = {"size": args.size, "device": args.device, "dtype": args.dtype, "episodes": args.episodes,
                            "new_tokens_per_turn": args.sequences.new_tokens_per_turn, "rollout_turns": args.rollout_turns,
-                           "mean_turn": args.mean_turn, "sync_every": args.sync_every}
+                           "mean_turn": args.mean_turn, "sync_every": args.sync_every, "compile": args.compile}
     paths = (("engine", engine),) if args.engine_only else (("engine", engine), ("reference", reference))
     for name, generate in paths:
         play(protocol, tokenizer, model, generate, stops, args)  # warm-up: allocation, graph capture
@@ -141,7 +141,8 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         if name == "engine":
             s = engine.stats
             row.update(decode_steps=s.decode_steps, live_share=round(s.live_share, 3), env_seconds=round(s.env_seconds, 3), wait_seconds=round(s.wait_seconds, 3),
-                       env_calls=s.env_steps, graph_error=engine.decoder.graph_error)
+                       env_calls=s.env_steps, graph_error=engine.decoder.graph_error,
+                       compile_error=engine.decoder.compile_error)
         else:
             row.update(decode_steps=counter["steps"], live_share=round(tokens / max(1, counter["row_steps"]), 3))
         out[name] = row
@@ -165,6 +166,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--rollout-turns", type=int, default=0, help="turn cap per episode (0: the protocol's)")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--engine-only", action="store_true", help="time the engine alone (e.g. a sweep of --sync-every)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the engine's decode step and prefill")
     p.add_argument("--small", action="store_true",
                    help="lm_xs in float64, 4 episodes, 24-token turns, 3 turns: seconds on the CPU, tokens exactly equal")
     p.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")

@@ -46,7 +46,9 @@ def _grouped_sdpa(module: Any, query: torch.Tensor, key: torch.Tensor, value: to
     folded = query.reshape(batch, kv_heads, groups * length, dim)
     mask = attention_mask
     if groups > 1:
-        mask = mask[:, :, None].expand(-1, -1, groups, -1, -1).reshape(mask.shape[0], 1, groups * length, -1)
+        # explicit sizes, no -1: inductor cannot split a symbolic window out of an inferred size
+        mask = mask[:, :, None].expand(-1, -1, groups, -1, -1).reshape(mask.shape[0], 1, groups * length,
+                                                                        mask.shape[-1])
     if query.device.type == "cuda":
         with sdpa_kernel(_CUDA_BACKENDS):
             out = torch.nn.functional.scaled_dot_product_attention(folded, key, value, attn_mask=mask, scale=scaling)

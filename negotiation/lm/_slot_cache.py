@@ -62,8 +62,10 @@ def _layer_class() -> type:
             self.keys[batch[:, None], :, pos] = key_states.transpose(1, 2)
             self.values[batch[:, None], :, pos] = value_states.transpose(1, 2)
             window = self.index.window
-            keys = self.keys if window is None else self.keys[:, :, :window]
-            values = self.values if window is None else self.values[:, :, :window]
+            # narrow, not a slice: the window is exactly its length (a slice's clamp to the buffer
+            # leaves a symbolic min() that torch.compile cannot always reshape)
+            keys = self.keys if window is None else self.keys.narrow(2, 0, window)
+            values = self.values if window is None else self.values.narrow(2, 0, window)
             if rows is None:
                 return keys, values
             return keys[rows], values[rows]

@@ -119,9 +119,10 @@ class SlotDecoder:
         self.compile_error: str | None = None
         self._step_fn, self._prefill_fn = self._step, self._prefill_forward
         if compile:
-            # the window (an int) and the prefill's [R, T] shapes vary: compiled once, symbolically
-            self._step_fn = torch.compile(self._step, dynamic=True)
-            self._prefill_fn = torch.compile(self._prefill_forward, dynamic=True)
+            # the window (an int) and the prefill's [R, T] shapes vary: recompiled once with them
+            # symbolic after the first change (dynamo's automatic dynamic shapes)
+            self._step_fn = torch.compile(self._step)
+            self._prefill_fn = torch.compile(self._prefill_forward)
 
     @torch.inference_mode()
     def feed(self, slots: Sequence[int], token_ids: Sequence[Sequence[int]], seeds: Sequence[int]) -> None:
@@ -167,7 +168,7 @@ class SlotDecoder:
     def _prefill_forward(self, ids: torch.Tensor, pos: torch.Tensor, rows: torch.Tensor, window: int | None) -> None:
         """The prefill's device part: ``[R, T]`` tokens at ``[R, T]`` cache positions of cache rows ``[R]``."""
         trash = self.cache_tokens
-        positions = self.positions[:window]
+        positions = self._positions(window)
         # query j of a row sees the row's cache up to its own position (padding queries: position 0 on)
         seen = torch.where(pos == trash, 0, pos)
         mask = (positions[None, None, :] <= seen[:, :, None]) & (positions < trash)
@@ -175,6 +176,10 @@ class SlotDecoder:
         out = self.model(input_ids=ids, attention_mask=mask[:, None], position_ids=seen, past_key_values=self.cache,
                          use_cache=True, logits_to_keep=1)
         self.logits[rows] = out.logits[:, -1, :]
+
+    def _positions(self, window: int | None) -> torch.Tensor:
+        """``[W]`` the positions attention reads (all ``C + 1`` when ``window`` is None)."""
+        return self.positions if window is None else self.positions.narrow(0, 0, window)
 
     def _to_device(self, values: Any) -> torch.Tensor:
         """int64 ``values`` on the device; on CUDA through pinned memory without waiting for the
@@ -185,17 +190,21 @@ class SlotDecoder:
         return tensor.pin_memory().to(self.device, non_blocking=True)
 
     def _call(self, what: str, compiled: Any, *args: Any) -> None:
-        """``compiled(*args)``; on a compile failure, warn, keep the reason in ``compile_error``
-        and run the eager function from then on (same result, more launches)."""
+        """``compiled(*args)``; on a compile failure, warn, add the reason to ``compile_error``
+        and run that function eagerly from then on (same result, more launches)."""
         eager = self._step if what == "step" else self._prefill_forward
         if compiled is eager:
             return eager(*args)
         try:
             return compiled(*args)
         except Exception as exc:  # a model inductor cannot compile still rolls out, eagerly
-            self.compile_error = f"{what}: {type(exc).__name__}: {exc}"
-            log.warning("torch.compile of the slot %s failed, running it eagerly: %s", what, self.compile_error)
-            self._step_fn, self._prefill_fn = self._step, self._prefill_forward
+            reason = f"{what}: {type(exc).__name__}: {exc}"
+            self.compile_error = reason if self.compile_error is None else f"{self.compile_error}; {reason}"
+            log.warning("torch.compile of the slot %s failed, running it eagerly: %s", what, reason)
+            if what == "step":
+                self._step_fn = self._step
+            else:
+                self._prefill_fn = self._prefill_forward
             return eager(*args)
 
     def _window(self, longest: int) -> int | None:
@@ -225,7 +234,7 @@ class SlotDecoder:
         self.logprobs.scatter_(1, column, logprob.to(torch.float64)[:, None])
         write = torch.where(active, self.length, self.cache_tokens)
         self.cache.index.rows, self.cache.index.positions, self.cache.index.window = None, write[:, None], window
-        positions = self.positions[:window]
+        positions = self._positions(window)
         mask = (positions[None, :] <= self.length[:, None]) & (positions < self.cache_tokens)
         out = self.model(input_ids=sampled[:, None], attention_mask=mask[:, None, None, :],
                          position_ids=self.length[:, None], past_key_values=self.cache, use_cache=True)

@@ -35,10 +35,10 @@ def test_the_compiled_step_and_prefill_draw_the_per_request_tokens():
     assert decoder.compile_error is None
 
 
-def _play_three_turns(model, **options) -> SlotDecoder:
+def _play_three_turns(model, decoder_class=SlotDecoder, **options) -> SlotDecoder:
     """Three slots, three turns each, checked turn by turn against the per-request loop."""
     cap = 6
-    decoder = SlotDecoder(model, slots=3, cache_tokens=100, stop_token_ids=STOPS, max_new_tokens=cap,
+    decoder = decoder_class(model, slots=3, cache_tokens=100, stop_token_ids=STOPS, max_new_tokens=cap,
                           temperature=1.0, top_k=5, top_p=0.9, prefill_tokens=16,  # prefill in several chunks
                           **options)
     rng = torch.Generator().manual_seed(0)
@@ -70,3 +70,19 @@ def test_feeding_past_the_cache_is_refused(model):
     with pytest.raises(ValueError, match="do not fit"):
         decoder.feed([0], [list(range(8, 17))], [0])
 
+
+
+def test_a_step_that_fails_to_compile_runs_eagerly_and_says_why(model):
+    """What the H200 showed once (an InductorError inside the compiled step): the decoder warns,
+    keeps the reason, runs that function eagerly, and the draws are the per-request loop's."""
+    def broken(*args):
+        raise RuntimeError("CantSplit: inductor gave up")
+
+    class Decoder(SlotDecoder):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self._step_fn = broken  # as if torch.compile had returned a function that fails
+
+    decoder = _play_three_turns(model, decoder_class=Decoder, window_block=4)
+    assert decoder.compile_error == "step: RuntimeError: CantSplit: inductor gave up"
+    assert decoder._step_fn == decoder._step and decoder._prefill_fn == decoder._prefill_forward

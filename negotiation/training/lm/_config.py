@@ -48,6 +48,9 @@ class LmRuntime(_Strict):
     """Recompute activations in the backward pass (memory for time)."""
     micro_batch_tokens: int = Field(default=16384, gt=0)
     """Padded tokens per forward/backward micro-batch (gradients accumulate over the step)."""
+    compile_rollout: bool = False
+    """Run the rollout engine's decode step and prefill through ``torch.compile`` (fewer, fused
+    kernels; same draws: ``tests/lm/test_slots.py``). Costs a compile at the first rollout."""
     threads: int = Field(default=1, gt=0)
     """torch CPU threads while training (restored afterwards)."""
 

@@ -124,7 +124,7 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
         generate = default_generator(seller.model, tokenizer, sampling=sampling, stop_ids=stops,
                                      prefill_tokens=cfg.runtime.micro_batch_tokens,
                                      max_batch=max(t.episodes_per_step, t.validation_scenarios),
-                                     cache_tokens=seq.context_tokens)
+                                     cache_tokens=seq.context_tokens, compile=cfg.runtime.compile_rollout)
     else:
         generate = factory(seller.model, tokenizer, sampling=sampling, stop_ids=stops)
     return seller, settings, generate
@@ -132,12 +132,12 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
 
 def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_ids: Sequence[int],
                       prefill_tokens: int = 16384, max_batch: int = 128, cache_tokens: int | None = None,
-                      sync_every: int = 8) -> EpisodeEngine:
+                      sync_every: int = 8, compile: bool = False) -> EpisodeEngine:
     """The rollout engine (``SlotRollout``) on ``negotiation.lm``'s ``SlotDecoder`` with the
     protocol's seller sampling, on CUDA (decode step replayed as a CUDA graph) and on the CPU
     (the same step, eager): ``max_batch`` slots, each a cache of ``cache_tokens`` positions
     (default the model's context), episodes keep their cache across turns; the host reads the
-    slots' state every ``sync_every`` decode steps."""
+    slots' state every ``sync_every`` decode steps; ``compile``: the decoder's ``torch.compile``."""
     try:
         from negotiation.lm import SlotDecoder
     except ImportError as exc:
@@ -150,7 +150,7 @@ def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_id
     temperature = 1.0 if sampling.temperature is None else sampling.temperature
     decoder = SlotDecoder(model, slots=max_batch, cache_tokens=int(context), stop_token_ids=list(stop_ids),
                           max_new_tokens=sampling.max_tokens, temperature=temperature, top_k=sampling.top_k,
-                          top_p=sampling.top_p, prefill_tokens=prefill_tokens)
+                          top_p=sampling.top_p, prefill_tokens=prefill_tokens, compile=compile)
     return SlotRollout(decoder, sync_every=sync_every)
 
 
