@@ -55,3 +55,26 @@ def test_status_says_failed_when_nego_audit_fails(checkout, edit):
     assert _audit_stage(checkout, "demo") != 0
     assert nego("--root", str(checkout), "audit", "demo").exit_code == 1
     assert _status_audit_line(checkout, "demo") == "audit: FAILED"
+
+
+@pytest.mark.parametrize("columns", ["40", "80"])
+def test_a_narrow_terminal_shows_every_arm_name_whole(checkout, monkeypatch, columns):
+    from negotiation.study import load_study
+
+    monkeypatch.setenv("COLUMNS", columns)
+    for study in ("demo", "paper"):
+        result = nego("--root", str(checkout), "status", study)
+        assert result.exit_code == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert all(len(line.rstrip()) <= int(columns) for line in lines)
+        for arm in load_study(study, checkout).arms:
+            assert arm in lines, f"{arm} not on a line of its own at {columns} columns"
+        assert "…" not in result.stdout
+
+
+def test_a_wide_terminal_shows_one_table_row_per_arm(checkout, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    lines = nego("--root", str(checkout), "status", "demo").stdout.splitlines()
+    assert any(line.split()[:3] == ["arm", "kind", "frozen"] for line in lines if line.strip())
+    row = next(line for line in lines if line.split()[:1] == ["w16_shared_cont"])
+    assert "branched from w16_shared_init at 64" in row and row.split()[-4:] == ["no", "no", "no", "no"]
