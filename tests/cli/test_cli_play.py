@@ -160,7 +160,7 @@ def test_play_prints_no_key_a_provider_echoes(as_json, monkeypatch):
 
 def test_a_ladder_checkpoint_plays_under_its_own_study(tiny_lm):
     """No ``--study`` and no ``max_tokens``: the base's warm_start.json names the lm study, whose
-    sampling holds the token cap (the README's ``nego play --seller hf:outputs/lm/init/lm_xs``)."""
+    sampling holds the token cap (docs/overview.md's ``nego play --seller hf:outputs/lm/init/lm_xs``)."""
     result = nego("play", "--seller", f"hf:{tiny_lm}", "--buyer", "scripted:titfortat",
                   "--domain", "used_car", "--seed", "5000053", "--json")
     assert result.exit_code == 0, result.stderr
