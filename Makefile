@@ -1,5 +1,6 @@
 # Two entry points, each installing what it needs from this checkout's own files:
 #   make repro   the main job: `dvc repro` (the demo study); installs the pipeline profile only
+#   make repro-lm  the lm study's pipeline (pipelines/lm/dvc.yaml); adds the llm profile (transformers)
 #   make test    the tests; installs the dev profile and Chromium for the browser tests
 # The virtualenv .venv is built once per checkout and updated when pyproject.toml or the lock
 # changes. Every package is pinned by requirements.lock (pip constraints; `make lock` rewrites it).
@@ -9,11 +10,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 LOCK   := requirements.lock
 PIPELINE_STAMP := $(VENV)/.installed-pipeline
+LLM_STAMP := $(VENV)/.installed-llm
 STAMP  := $(VENV)/.installed
 
 VLLM_VENV := .venv-vllm
 
-.PHONY: install repro test lock clean vllm-venv
+.PHONY: install repro repro-lm test lock clean vllm-venv
 
 install: $(STAMP)
 
@@ -32,6 +34,16 @@ $(STAMP): $(PIPELINE_STAMP) scripts/system-deps.sh
 # Stage commands call `python`; putting the venv first on PATH makes that the venv's interpreter.
 repro: $(PIPELINE_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
+
+# The lm study's stages load transformers (tokenizer, ladder, hf: sellers): the pipeline profile
+# plus llm. `make repro` alone leaves llm out, so `dvc repro pipelines/lm/dvc.yaml` after it stops
+# at the tokenizer stage with a line naming the llm extra.
+$(LLM_STAMP): $(PIPELINE_STAMP)
+	$(BIN)/pip install -c $(LOCK) -e '.[pipeline,fast,llm]'
+	touch $(LLM_STAMP)
+
+repro-lm: $(LLM_STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro pipelines/lm/dvc.yaml
 
 # `python -m pytest` puts the checkout on sys.path, as the team's PYTHONPATH=<repo> runs do, so
 # tests may import shared helpers as `tests.<package>.<module>`.

@@ -120,3 +120,10 @@ def test_the_extra_named_for_each_package_installs_it():
         earlier = [e for e in list(extras)[:list(extras).index(extra)]
                    if module in {r.name.lower().replace("-", "_") for r in _reqs(extras[e])}]
         assert not earlier, f"{module}: {earlier[0]!r} comes first in pyproject.toml"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_repro_lm_adds_the_llm_profile_the_lm_stages_load():
+    plan = subprocess.run(["make", "-n", "-B", "repro-lm"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "-c requirements.lock -e '.[pipeline,fast,llm]'" in plan
+    assert "dvc repro pipelines/lm/dvc.yaml" in plan and "[dev]" not in plan

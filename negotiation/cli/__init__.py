@@ -8,6 +8,7 @@ commands start without numpy, torch or the analysis stack.
 
 from negotiation.cli import _env_cmds, _mounts  # noqa: F401 - importing registers the commands
 from negotiation.cli._app import EXIT_FAILED, EXIT_INPUT, app, main, run
-from negotiation.cli._config import PHASES, dirichlet_alpha_for, env_config_for
+from negotiation.cli._config import PHASES, checkpoint_study, dirichlet_alpha_for, env_config_for
 
-__all__ = ["EXIT_FAILED", "EXIT_INPUT", "PHASES", "app", "dirichlet_alpha_for", "env_config_for", "main", "run"]
+__all__ = ["EXIT_FAILED", "EXIT_INPUT", "PHASES", "app", "checkpoint_study", "dirichlet_alpha_for", "env_config_for",
+           "main", "run"]

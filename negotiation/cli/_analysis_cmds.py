@@ -134,13 +134,19 @@ def frontier_command(
     typer.echo("Nash contract: " + json.dumps(_clean(summary.nash_contract)))
 
 
-def validate_command(study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT) -> None:
+def validate_command(study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
+                     json_out: bool = JSON) -> None:
     """Validate every arm's episode table (great-expectations); exit 1 naming failures."""
     from negotiation.study import load_study
     from negotiation.analysis import validate_results
 
     context = load_study(study, root)
     report = validate_results(context, _results_dir(context, results))
+    if json_out:
+        _emit(report.model_dump(mode="json"))
+        if not report.success:
+            raise typer.Exit(1)
+        return
     for check in report.checks:
         typer.echo(f"{'ok  ' if check.success else 'FAIL'} {check.expectation}({check.column})"
                    + ("" if check.success else f": {check.unexpected_count} rows, e.g. {check.rows[:3]}"))
@@ -153,15 +159,21 @@ def analyze_command(
     study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
+    json_out: bool = JSON,
 ) -> None:
     """Metrics, contrasts (Holm on the primary family), frontier columns and guards → analyze/."""
     from negotiation.analysis import analyze_results
     from negotiation.pipeline import registry_inputs
-    from negotiation.study import load_study
+    from negotiation.study import ResultsLayout, load_study
 
     context = load_study(study, root)
     result = analyze_results(context, _results_dir(context, results), registry_inputs(context), seed=seed,
                              resamples=resamples)
+    if json_out:
+        folder = ResultsLayout(_results_dir(context, results)).analyze
+        _emit({"study": study, "analyze": str(folder), "files": sorted(p.name for p in folder.iterdir()),
+               "contrasts": len(result.contrasts), "guards": len(result.guards), "solutions": len(result.solutions)})
+        return
     typer.echo(f"{len(result.contrasts)} contrasts, {len(result.guards)} guards, "
                f"{len(result.solutions)} scenario frontiers written to {_results_dir(context, results)}")
 
@@ -196,6 +208,7 @@ def report_command(
     out: Optional[Path] = typer.Option(None, "--out", help="Report folder (default <results>/report)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
+    json_out: bool = JSON,
 ) -> None:
     """Validated tables → analysis → report.html, report.md, figures/*.png and transcripts.html."""
     from negotiation.analysis import report_results
@@ -206,6 +219,9 @@ def report_command(
     folder = _results_dir(context, results)
     paths = report_results(context, folder, out or folder / "report", registry_inputs(context, folder), seed=seed,
                            resamples=resamples)
+    if json_out:
+        _emit({"study": study, "files": {name: str(path) for name, path in paths.items()}})
+        return
     typer.echo(f"report: {paths['report.html']} and {paths['report.md']}")
 
 
@@ -215,6 +231,7 @@ def viewer_command(
     arm: Optional[list[str]] = typer.Option(None, "--arm", help="Arms to include (repeatable; default all)."),
     max_episodes: int = typer.Option(30000, "--max-episodes", help="Seeded sample of scenarios above this many episodes."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
+    json_out: bool = JSON,
 ) -> None:
     """Static transcript viewer over the episode and turn tables."""
     from negotiation.study import load_study
@@ -224,6 +241,9 @@ def viewer_command(
     folder = _results_dir(context, results)
     path = viewer_results(context, folder, out or folder / "viewer.html", arms=arm, max_episodes=max_episodes,
                           seed=seed)
+    if json_out:
+        _emit({"study": study, "viewer": str(path)})
+        return
     typer.echo(f"viewer: {path}")
 
 

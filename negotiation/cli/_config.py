@@ -17,7 +17,8 @@ from negotiation.names import check_name
 if TYPE_CHECKING:  # the engine (asyncio, numpy) loads only for the commands that run one
     from negotiation.env import EnvConfig
 
-__all__ = ["PHASES", "Phase", "dirichlet_alpha_for", "env_config_for", "environment_of", "require_study"]
+__all__ = ["CHECKPOINT_KINDS", "PHASES", "Phase", "checkpoint_study", "dirichlet_alpha_for", "env_config_for",
+           "environment_of", "require_study"]
 
 Phase = Literal["evaluation", "training"]
 PHASES: tuple[Phase, Phase] = ("evaluation", "training")
@@ -59,3 +60,30 @@ def env_config_for(study: str, phase: Phase, root: Path | None = None) -> EnvCon
 def dirichlet_alpha_for(study: str, root: Path | None = None) -> float:
     """Concentration of the Dirichlet prior over importances that ``study`` draws scenarios with."""
     return environment_of(study, root).dirichlet_alpha
+
+
+CHECKPOINT_KINDS = ("hf", "vllm")
+"""Agent kinds whose target is a checkpoint folder that a study's pipeline built."""
+
+
+def checkpoint_study(specs: tuple[str, ...], root: Path | None = None) -> str | None:
+    """The study whose pipeline built the first ``hf:``/``vllm:`` checkpoint among ``specs``: the
+    ``study`` of its ``warm_start.json`` (a ladder base), else the ``outputs/<study>/`` folder it
+    lies in; ``None`` when no spec names such a checkpoint of a study under ``protocol/`` (the
+    caller's default study applies)."""
+    import json
+
+    root = Path(root or find_root()).resolve()
+    outputs = root / "outputs"
+    for spec in specs:
+        kind, _, rest = spec.partition(":")
+        if kind not in CHECKPOINT_KINDS or not rest:
+            continue
+        folder = Path(rest.partition("?")[0]).resolve()
+        record = folder / "warm_start.json"  # negotiation.ladder.WARM_START_RECORD (not imported: torch)
+        named = json.loads(record.read_text(encoding="utf-8")).get("study") if record.is_file() else None
+        if named is None and folder.is_relative_to(outputs) and folder != outputs:
+            named = folder.relative_to(outputs).parts[0]
+        if isinstance(named, str) and (root / "protocol" / named / "protocol.yaml").is_file():
+            return named
+    return None

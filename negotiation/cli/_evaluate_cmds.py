@@ -53,11 +53,19 @@ def _report(result: EvaluationResult) -> None:
         _console().print(f"pilot {label}: {gate.decision} ({gate.bad_parses} bad parses in {gate.turns_counted} "
                        f"{gate.counted_turns} turns, limit {gate.max_bad_parses}, {gate.error_rows} error rows)")
     for arm, totals in sorted(result.accounting.items()):
-        usd = totals["usd_per_episode"]
+        usd, mean_s = totals["usd_per_episode"], totals["mean_S"]
         _console().print(f"{arm}: {totals['episodes']} episodes, {totals['error_rows']} error rows, "
-                       f"mean S {totals['mean_S'] if totals['mean_S'] is not None else 'n/a'}, "
+                       f"mean S {'n/a' if mean_s is None else f'{mean_s:.4f}'}, "
                        f"retries {totals['retries']}, $/episode {'unknown' if usd is None else f'{usd:.4f}'}")
     _console().print(f"results: {result.out / 'episodes.parquet'}")
+
+
+def _summary(result: EvaluationResult) -> dict:
+    """``--json``: the run's outcome as one object (the stderr summary lines, unrounded)."""
+    return {"ok": result.ok, "out": str(result.out), "episodes": str(result.out / "episodes.parquet"),
+            "error_rows": result.error_rows, "blocked": list(result.blocked),
+            "pilot": {label: gate.model_dump(mode="json") for label, gate in sorted(result.pilot.items())},
+            "accounting": result.accounting}
 
 
 def evaluate(
@@ -84,6 +92,8 @@ def evaluate(
     backend: str = typer.Option("local", "--backend", help="local, or ray: workers on the $RAY_ADDRESS cluster "
                                                           "(else a Ray instance here); same tables"),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Ray workers (default: one per cluster CPU)"),
+    as_json: bool = typer.Option(False, "--json", help="Print the outcome as one JSON object on stdout (summary "
+                                                       "lines on stderr left out)"),
 ) -> None:
     """Evaluate a seller against buyers over domains x seeds; resumable, with retries and error rows."""
     import asyncio
@@ -118,6 +128,11 @@ def evaluate(
     except NegotiationError as exc:  # plain text: the message may hold brackets rich would read as markup
         typer.echo("error: " + "; ".join(line for line in str(exc).splitlines() if line.strip()), err=True)
         raise typer.Exit(2) from None
+    if as_json:
+        from negotiation.cli._output import print_json
+
+        print_json(_summary(result))
+        raise typer.Exit(0 if result.ok else 1)
     _report(result)
     if result.blocked:
         _console().print(f"pilot gate stopped: {', '.join(result.blocked)} (log a deviation and pass --deviation)")

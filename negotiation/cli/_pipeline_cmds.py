@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from negotiation.pipeline import arm_reads, arm_rows, stale_code_deps, study_state, write_plan
 
@@ -20,16 +23,25 @@ pipeline_app = typer.Typer(help="The DVC pipeline's derived files (plan and per-
 def plan_command(
     study: str = typer.Argument(..., help="Study under protocol/, e.g. demo or paper."),
     check: bool = typer.Option(False, "--check", help="Only compare; exit 1 when a file is stale."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object: each file, whether it is current, "
+                                                       "and (--check) each stale stage's missing/extra dep."),
     root: Optional[Path] = typer.Option(None, "--root", help="Repository root."),
 ) -> None:
     """Write pipelines/plans/STUDY.yaml from protocol/ and registry/, and the study's pipeline file
     (dvc.yaml, or pipelines/STUDY/dvc.yaml) with each stage's code deps derived from its script's
     imports; with --check, fail when they are not current, naming each stage's missing/extra dep."""
-    stale = []
-    for path, current in write_plan(study, root, check=check):
+    files = [(str(path), current) for path, current in write_plan(study, root, check=check)]
+    stale = [path for path, current in files if not current]
+    if as_json:
+        problems = stale_code_deps(study, root) if stale and check else []
+        # current: the file holds what was derived (without --check: after writing it, so always)
+        typer.echo(json.dumps({"study": study, "check": check, "files": [{"path": p, "current": c} for p, c in files],
+                               "stale": stale, "problems": problems}, indent=1))
+        if check and stale:
+            raise typer.Exit(1)
+        return
+    for path, current in files:
         typer.echo(f"{path}: {'up to date' if current else 'STALE'}" if check else f"wrote {path}")
-        if not current:
-            stale.append(path)
     if stale:
         for problem in stale_code_deps(study, root):
             typer.echo(problem, err=True)
@@ -49,12 +61,25 @@ def status_command(
         arms = [{**row, **reads.get(row["arm"], {})} for row in rows]
         typer.echo(json.dumps({"study": study, "arms": arms, **state}, indent=1))
         return
-    table = Table(title=f"study {study}")
-    for column in rows[0] if rows else []:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*row.values())
     console = Console()
-    console.print(table)
+    _print_rows(console, f"study {study}", rows)
     for key, value in state.items():
         console.print(f"{key}: {value}")
+
+
+def _print_rows(console: Console, title: str, rows: list[dict[str, str]]) -> None:
+    """The rows as a table when it fits the terminal unwrapped; else one block per arm (its name
+    whole on the first line, the other fields wrapped below), so no name is ever cut or folded."""
+    table = Table(title=title, box=box.SIMPLE_HEAD)
+    for column in rows[0] if rows else []:
+        table.add_column(column, no_wrap=True)
+    for row in rows:
+        table.add_row(*row.values())
+    if console.measure(table, options=console.options.update_width(10_000)).maximum <= console.width:
+        console.print(table)
+        return
+    console.print(title, markup=False, highlight=False)
+    for row in rows:
+        first, *rest = row.items()
+        console.print(f"{first[1]}", markup=False, highlight=False, overflow="ignore", crop=False)
+        console.print(Padding(Text("; ".join(f"{k}: {v}" for k, v in rest)), (0, 0, 0, 2)))

@@ -7,12 +7,12 @@ is: ``nego play --help`` needs only the options (``benchmarks/cli_start.py`` tim
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from negotiation.cli._config import Phase, dirichlet_alpha_for, env_config_for
-from negotiation.cli._output import JSON_OPTION, STUDY_OPTION, console, print_json, scenario_for
+from negotiation.cli._config import Phase, checkpoint_study, dirichlet_alpha_for, env_config_for
+from negotiation.cli._output import JSON_OPTION, console, print_json, scenario_for
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -110,9 +110,13 @@ def play_command(
     seed: int = typer.Option(..., "--seed", min=0, help="Scenario seed."),
     phase: Phase = typer.Option("evaluation", "--phase",
                                 help="evaluation: ACCEPT ignores attached terms; training: applies them first."),
-    as_json: bool = JSON_OPTION, study: str = STUDY_OPTION,
+    as_json: bool = JSON_OPTION,
+    study: Optional[str] = typer.Option(
+        None, "--study", help="Study whose protocol supplies the environment constants and sampling (default: the "
+                              "study that built an hf:/vllm: checkpoint among the agents, else demo)."),
 ) -> None:
     """Play one episode and print the transcript, or with --json the episode record."""
+    study = study or checkpoint_study((seller, buyer)) or "demo"
     config = env_config_for(study, phase)
     scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
     episode = play_episode(seller, buyer, scenario, config, study)

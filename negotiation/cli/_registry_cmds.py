@@ -16,9 +16,9 @@ from negotiation.cli._config import require_study
 from negotiation.cli._protocol_cmds import exit_with, root_option
 from negotiation.errors import ConfigError
 from negotiation.names import check_name
-from negotiation.study import ResultsLayout, default_root
+from negotiation.study import ResultsLayout, default_root, load_study
 from negotiation.registry import (
-    CATEGORIES, CHECKS, INDEX_FILE, AuditReport, appended_only, new_deviation, parse_cell, run_audit,
+    CATEGORIES, CHECKS, INDEX_FILE, AuditReport, appended_only, arm_fields, new_deviation, parse_cell, run_audit,
 )
 
 __all__ = ["audit_command", "deviation_app", "print_report"]
@@ -95,20 +95,31 @@ def new_command(
     impact: str = typer.Option(..., "--impact", prompt="Expected impact", help="Expected effect on results."),
     supersedes: Optional[int] = typer.Option(None, "--supersedes", help="Id of the entry this one amends."),
     source: Optional[str] = typer.Option(None, "--source", help="Where the departure is reported."),
+    add_arm: Optional[str] = typer.Option(None, "--add-arm", help="Also add this new arm to registry/<study>/arms.yaml, "
+                                          "citing the entry (category arm_added; docs/add-an-arm.md)."),
+    like: Optional[str] = typer.Option(None, "--like", help="With --add-arm: start from this arm's fields."),
+    setting: List[str] = typer.Option([], "--set", help="With --add-arm: an arm field, key=value (YAML value; "
+                                      "repeatable), e.g. --set lr_multiple=5 --set run=w64_lr5x."),
     root: Optional[Path] = root_option(),
 ) -> None:
-    """Scaffold registry/<study>/deviations/NNNN-slug.yaml with the next id and today's date."""
+    """Scaffold registry/<study>/deviations/NNNN-slug.yaml with the next id and today's date; with
+    --add-arm, also the new arm's entry in registry/<study>/arms.yaml."""
     if category not in CATEGORIES:
         raise exit_with(f"--category:{category!r}: not one of {', '.join(CATEGORIES)}", EXIT_INPUT)
+    if add_arm is None and (like or setting):
+        raise exit_with(f"--{'like' if like else 'set'}: only with --add-arm NAME", EXIT_INPUT)
     try:
+        fields = arm_fields(load_study(study, root), like, setting) if add_arm is not None else None
         path = new_deviation(
             study, category=category, title=title, what_changed=what, why=why, expected_impact=impact,
             arms=arm, cells=[parse_cell(c) for c in cell], all_arms=all_arms, supersedes=supersedes,
-            source=source, root=root,
+            source=source, root=root, add_arm=add_arm, arm=fields,
         )
     except ConfigError as exc:
         raise exit_with(str(exc), EXIT_INPUT) from None
     typer.echo(f"wrote {path}")
+    if add_arm is not None:
+        typer.echo(f"added arm {add_arm} to registry/{study}/arms.yaml; next: `nego pipeline plan {study}`")
 
 
 @deviation_app.command("check-index")

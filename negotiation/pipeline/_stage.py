@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import yaml
 
+from negotiation._install import install_hint
 from negotiation._logging import configure_logging
 from negotiation.errors import ConfigError, NegotiationError
 from negotiation.tracking import DEFAULT_EXPERIMENT_PREFIX, DEFAULT_TRACKING_URI, EXPERIMENT_PREFIX_ENV
@@ -108,7 +109,8 @@ def check_stage_names(args: argparse.Namespace) -> None:
 
 def stage_main(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], Any]) -> None:
     """Parse, check the names, run, print the result as JSON; bad input is one line and exit 2, any
-    other user-fixable error one line and exit 1."""
+    other user-fixable error (a package of an extra not installed, e.g. transformers for the lm
+    study after ``make repro``) one line and exit 1."""
     args = p.parse_args()
     configure_logging(default=logging.INFO)  # progress lines of long stages (NEGO_LOG_LEVEL overrides)
     os.environ.setdefault("MLFLOW_TRACKING_URI", tracking_uri_from_params())
@@ -122,6 +124,11 @@ def stage_main(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], A
         result = run(args)
     except NegotiationError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except ImportError as exc:
+        if install_hint(exc) is None:
+            raise
+        print(f"error: {install_hint(exc)}", file=sys.stderr)
         raise SystemExit(1) from None
     if result is not None:
         print(json.dumps(result, indent=1, default=str))

@@ -62,7 +62,7 @@ def _load_context(study: str, root: Path, results_dir: Path) -> AuditContext:
 def _run_check(check: Check, ctx: AuditContext) -> list[Finding]:
     if check.needs_study and ctx.study is None:
         first = (ctx.study_error or "").splitlines()[:1]
-        return [Finding(check=check.name, status="fail", evidence=f"cannot check: protocol invalid ({first[0] if first else ''})")]
+        return [Finding(check=check.name, status="fail", evidence=f"cannot check: study invalid ({first[0] if first else ''})")]
     if check.needs_results and not ctx.layout.exists():
         return [Finding(check=check.name, status="skipped",
                         evidence=f"no results under {ctx.show(ctx.layout.dir)} (declared state)")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import yaml
 from pydantic import ValidationError
@@ -15,6 +15,7 @@ from negotiation.study import default_root, load_study, registry_dir
 from negotiation.registry._deviation import FILE_NAME, Cell, Deviation, deviation_filename
 from negotiation.registry._deviation_index import append_to_index
 from negotiation.registry._entries import load_registry
+from negotiation.registry._scaffold_arm import ArmDraft, draft_added_arm
 
 __all__ = ["new_deviation", "parse_cell"]
 
@@ -34,11 +35,12 @@ def _next_id(folder: Path) -> int:
     return max(numbers, default=0) + 1
 
 
-def _check_names(study: str, root: Path, entry: Deviation, target: str) -> None:
-    planned = set(load_study(study, root).arms)
+def _check_names(study: str, root: Path, entry: Deviation, target: str, adding: str | None) -> None:
+    planned = set(load_study(study, root).arms) | ({adding} if adding else set())
     unknown = sorted(entry.named_arms() - planned)
     if unknown:
-        raise ConfigError(f"{target}:arms: unknown arms {unknown}; known: {sorted(planned)}")
+        raise ConfigError(f"{target}:arms: unknown arms {unknown}; known: {sorted(planned)} (a new arm: "
+                          "--add-arm NAME [--like ARM] --set key=value, docs/add-an-arm.md)")
 
 
 def new_deviation(
@@ -56,13 +58,21 @@ def new_deviation(
     source: str | None = None,
     date: dt.date | None = None,
     root: Path | None = None,
+    add_arm: str | None = None,
+    arm: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``registry/<study>/deviations/NNNN-slug.yaml`` with the next id; return its path.
 
-    The entry is validated (schema, arms named, superseded entry present) before anything is
-    written, so the log never holds a half-made file.
+    With ``add_arm``, the entry (category ``arm_added``) also adds that arm, with the fields
+    ``arm`` (``arm_fields``), to ``registry/<study>/arms.yaml``, citing the new entry. Entry and
+    arm are validated (schema, arms named, superseded entry present, the arm's size, read point
+    and run) before anything is written, so neither file is ever half made.
     """
     root = Path(root or default_root())
+    if add_arm is not None:
+        if category != "arm_added":
+            raise ConfigError(f"--category:{category}: an added arm is covered by an arm_added entry")
+        arms = [*arms, add_arm] if add_arm not in arms else list(arms)
     folder = registry_dir(study, root) / "deviations"
     entry_id = _next_id(folder)
     path = folder / deviation_filename(entry_id, title)
@@ -77,12 +87,17 @@ def new_deviation(
         entry = Deviation.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(target, exc)) from exc
-    _check_names(study, root, entry, target)
+    _check_names(study, root, entry, target, add_arm)
     if supersedes is not None and supersedes not in load_registry(study, root).deviations.entries:
         raise ConfigError(f"{target}:supersedes: no valid entry {supersedes} in {display_path(folder, root)}")
+    draft: ArmDraft | None = None
+    if add_arm is not None:
+        draft = draft_added_arm(load_study(study, root), add_arm, arm or {}, entry_id)
     folder.mkdir(parents=True, exist_ok=True)
     body = {k: v for k, v in data.items() if v not in (None, [], False)}
     with path.open("x", encoding="utf-8") as handle:  # "x": never overwrite an entry
         yaml.safe_dump(body, handle, sort_keys=False, allow_unicode=True, width=100)
     append_to_index(folder, entry_id, path, root=root)
+    if draft is not None:
+        draft.write()
     return path

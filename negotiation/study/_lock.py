@@ -106,7 +106,7 @@ def _changed_keys(locked: FileLock, now: FileLock) -> list[str]:
 
 def freeze(study: str, root: Path | None = None) -> Lock:
     """Validate ``study`` and write its lock file; refuse a study whose seed blocks overlap."""
-    loaded = load_study(study, root)
+    loaded = load_study(study, root, registry=False)
     overlaps = loaded.protocol.seed_overlaps()
     if overlaps:
         shown = loaded.show(loaded.dir / "protocol.yaml")
@@ -133,7 +133,7 @@ def _load_lock(study: str, root: Path) -> tuple[Lock, str]:
 
 def _coverage_problems(study: str, root: Path, lock: Lock, shown_lock: str) -> list[str]:
     try:
-        loaded: Study = load_study(study, root)
+        loaded: Study = load_study(study, root, registry=False)
     except ConfigError as exc:
         return [str(exc)]
     expected = {loaded.show(p) for p in loaded.frozen_files()}

@@ -65,6 +65,17 @@ def _run_problems(key: str, arm: Arm, runs: Mapping[str, Arm], protocol: Protoco
     return problems
 
 
+def unknown_names(protocol: Protocol, name: str, arm: Arm, section: str = "arms") -> list[tuple[str, str]]:
+    """``(key, reason)`` when ``arm`` names a size or read point the protocol does not define:
+    an arm no reader can resolve (its read step is a look-up in the size's recipe)."""
+    if arm.size is not None and arm.size not in protocol.sizes:
+        return [(f"{section}.{name}.size", f"unknown size {arm.size!r}; known: {sorted(protocol.sizes)}")]
+    points = protocol.recipe_for(arm.size).read_points if arm.size is not None else protocol.training.read_points
+    if arm.read_point is not None and arm.read_point not in points:
+        return [(f"{section}.{name}.read_point", f"unknown read point {arm.read_point!r}; known: {sorted(points)}")]
+    return []
+
+
 def arm_problems(
     protocol: Protocol, arms: Mapping[str, Arm], *, other_arms: Mapping[str, Arm] | None = None,
     section: str = "arms",
@@ -80,15 +91,9 @@ def arm_problems(
         if arm.run is not None:
             runs.setdefault(arm.run, arm)
     for name, arm in arms.items():
-        if arm.size is not None and arm.size not in protocol.sizes:
-            problems.append((f"{section}.{name}.size", f"unknown size {arm.size!r}; known: {sorted(protocol.sizes)}"))
-            continue
-        points = protocol.recipe_for(arm.size).read_points if arm.size is not None else protocol.training.read_points
-        if arm.read_point is not None and arm.read_point not in points:
-            problems.append((f"{section}.{name}.read_point", f"unknown read point {arm.read_point!r}; known: "
-                             f"{sorted(points)}"))
-            continue
-        if arm.kind == "trained":
+        unknown = unknown_names(protocol, name, arm, section)
+        problems.extend(unknown)
+        if arm.kind == "trained" and not unknown:
             problems.extend(_run_problems(f"{section}.{name}", arm, runs, protocol))
     return problems
 
@@ -187,9 +192,10 @@ def _registry_part(study: str, root: Path) -> tuple[dict[str, AddedArm], dict[st
     return added, continuations
 
 
-def load_study(study: str, root: Path | None = None) -> Study:
+def load_study(study: str, root: Path | None = None, *, registry: bool = True) -> Study:
     """Load and cross-check ``protocol/<study>/`` and the arms and branches ``registry/<study>/``
-    adds; raise ``ConfigError`` naming file and key."""
+    adds; raise ``ConfigError`` naming file and key. ``registry=False`` reads the frozen part only
+    (the lock covers it, so a registry mistake does not read as a changed protocol)."""
     root = Path(root or default_root())
     folder = study_dir(study, root)
     if not folder.is_dir():
@@ -218,5 +224,10 @@ def load_study(study: str, root: Path | None = None) -> Study:
     if arms.study != study:
         arm_issues.append(("study", f"{arms.study!r} differs from the folder name {study!r}"))
     _raise(shown_arms, arm_issues)
+    if not registry:
+        return Study(study, root, protocol, dict(arms.arms))
     added, continuations = _registry_part(study, root)
+    # The audit reports an added arm's other problems as findings; these two leave it unreadable.
+    _raise(display_path(added_arms_path(study, root), root),
+           [p for name, arm in added.items() for p in unknown_names(protocol, name, arm, "added_arms")])
     return Study(study, root, protocol, dict(arms.arms), added, continuations)

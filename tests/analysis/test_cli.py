@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -113,3 +114,21 @@ def test_report_stops_when_validation_fails(demo_root, demo_results, tmp_path):
         invoke("report", "--results", broken, "--root", demo_root, "--out", tmp_path / "report")
     assert not (tmp_path / "report").exists()
     assert invoke("validate", "--results", broken, "--root", demo_root).exit_code == 1
+
+
+def test_validate_analyze_report_and_viewer_print_one_json_object(demo_root, demo_results, tmp_path):
+    demo_results = shutil.copytree(demo_results, tmp_path / "results")  # analyze rewrites analyze/: a private copy
+    validated = invoke("validate", "--results", demo_results, "--root", demo_root, "--json")
+    payload = json.loads(validated.stdout)
+    assert validated.exit_code == 0 and payload["success"] is True and payload["checks"]
+    assert all({"expectation", "column", "success", "unexpected_count"} <= set(c) for c in payload["checks"])
+    analyzed = json.loads(invoke("analyze", "--results", demo_results, "--root", demo_root, "--resamples", 1000,
+                                 "--json").stdout)
+    assert "contrasts.json" in analyzed["files"] and analyzed["contrasts"] > 0 and analyzed["guards"] > 0
+    report = json.loads(invoke("report", "--results", demo_results, "--root", demo_root, "--out", tmp_path / "r",
+                               "--resamples", 1000, "--json").stdout)
+    assert {"report.html", "report.md"} <= set(report["files"])
+    assert all(Path(p).exists() for p in report["files"].values())
+    viewer = json.loads(invoke("viewer", "--results", demo_results, "--root", demo_root, "--out", tmp_path / "v.html",
+                               "--arm", "w16_base", "--json").stdout)
+    assert viewer == {"study": "demo", "viewer": str(tmp_path / "v.html")}

@@ -156,3 +156,25 @@ def test_play_prints_no_key_a_provider_echoes(as_json, monkeypatch):
         server.close()
     shown = result.stdout + result.stderr
     assert key not in shown and key[:8] not in shown and "[redacted:MY_PROVIDER_THING]" in shown, shown[-2000:]
+
+
+def test_a_ladder_checkpoint_plays_under_its_own_study(tiny_lm):
+    """No ``--study`` and no ``max_tokens``: the base's warm_start.json names the lm study, whose
+    sampling holds the token cap (docs/overview.md's ``nego play --seller hf:outputs/lm/init/lm_xs``)."""
+    result = nego("play", "--seller", f"hf:{tiny_lm}", "--buyer", "scripted:titfortat",
+                  "--domain", "used_car", "--seed", "5000053", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["study"] == "lm"
+
+
+def test_the_study_of_a_checkpoint_is_the_outputs_folder_it_lies_in(root, tmp_path, monkeypatch):
+    from negotiation.cli import checkpoint_study
+
+    folder = root / "outputs" / "lm" / "train" / "lm_xs_shared" / "step_8"  # a trained step: no warm_start.json
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(root)
+    assert checkpoint_study(("scripted:boulware", "hf:outputs/lm/train/lm_xs_shared/step_8"), root) == "lm"
+    assert checkpoint_study(("vllm:outputs/lm/train/lm_xs_shared/step_8?dtype=float32",), root) == "lm"
+    (root / "outputs" / "scratch").mkdir()
+    assert checkpoint_study(("hf:outputs/scratch", "hf:outputs", "scripted:boulware"), root) is None
+    assert checkpoint_study(("hf:" + str(tmp_path / "elsewhere"),), root) is None

@@ -54,3 +54,20 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
 def test_serve_standin_refuses_unknown_fault_kinds():
     result = RUN.invoke(app, ["serve-standin", "--kinds", "429,meteor", "--port", "0"])
     assert result.exit_code == 2 and "meteor" in result.output
+
+
+def test_json_is_one_object_on_stdout_and_the_summary_rounds_mean_s(tmp_path):
+    import json
+    import re
+
+    args = ["evaluate", "--seller", "scripted:boulware", "--buyer", "tft=scripted:titfortat", "--domains", "used_car",
+            "--seeds", "5000000:5000002"]
+    result = RUN.invoke(app, [*args, "--out", str(tmp_path / "a"), "--json"])
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["ok"] is True and payload["error_rows"] == 0 and payload["blocked"] == []
+    assert payload["pilot"]["tft"]["decision"] == "pass"
+    totals = payload["accounting"]["scripted:boulware"]
+    assert totals["episodes"] == 2 and payload["episodes"].endswith("episodes.parquet")
+    text = RUN.invoke(app, [*args, "--out", str(tmp_path / "b")]).stderr
+    assert f"mean S {totals['mean_S']:.4f}," in text and re.search(r"mean S \d\.\d{4},", text)

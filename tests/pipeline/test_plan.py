@@ -105,3 +105,26 @@ def test_status_json_shows_the_plan_s_read_steps_and_branches():
             keys = ("run", "read_step", "combined_step", "parent_run", "branch_step")
             assert {k: shown[name][k] for k in keys} == {k: arm[k] for k in keys}, name
     assert shown["31b_shared_104"]["reads"] == "31b_shared_cont step 48 (combined 104, branched from 31b_shared_init at 56)"
+
+
+def test_plan_json_is_one_object_naming_each_file_and_each_stale_dep(root, monkeypatch):
+    import json
+
+    from tests.cli.cli_runner import nego
+
+    monkeypatch.setenv("NEGO_ROOT", str(root))  # restored after the test (--root sets it)
+    current = nego("--root", str(root), "pipeline", "plan", "demo", "--check", "--json")
+    assert current.exit_code == 0, current.stderr
+    payload = json.loads(current.stdout)
+    assert payload["check"] is True and payload["stale"] == [] and payload["problems"] == []
+    assert [Path(f["path"]).name for f in payload["files"]] == ["demo.yaml", "dvc.yaml"]
+    dvc = root / "dvc.yaml"
+    dvc.write_text(dvc.read_text().replace("      - negotiation/pipeline/_stage.py\n", "", 1))
+    stale = nego("--root", str(root), "pipeline", "plan", "demo", "--check", "--json")
+    assert stale.exit_code == 1
+    payload = json.loads(stale.stdout)
+    assert payload["stale"] == [str(dvc)] and any("missing dep negotiation/pipeline/_stage.py" in p
+                                                  for p in payload["problems"])
+    written = json.loads(nego("--root", str(root), "pipeline", "plan", "demo", "--json").stdout)
+    assert written["check"] is False and written["stale"] == [] and all(f["current"] for f in written["files"])
+    assert json.loads(nego("--root", str(root), "pipeline", "plan", "demo", "--check", "--json").stdout)["stale"] == []

@@ -151,3 +151,28 @@ def test_a_stage_script_run_by_hand_refuses_a_bad_name_in_one_line(script, args,
                          capture_output=True, text=True)
     assert out.returncode == 2 and fragment in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert not any(tmp_path.iterdir())
+
+
+BLOCK_LLM = """
+import sys
+class Blocked:  # the llm extra not installed, as after `make repro` (pipeline profile only)
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("transformers", "tokenizers", "accelerate"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Blocked())
+"""
+
+
+def test_an_lm_stage_without_the_llm_extra_stops_with_one_line_naming_it(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "block").mkdir()
+    (tmp_path / "block" / "sitecustomize.py").write_text(BLOCK_LLM)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'block'}{os.pathsep}{ROOT}"}
+    out = subprocess.run([sys.executable, "pipelines/tokenizer.py", "--study", "lm", "--out", str(tmp_path / "tok")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().splitlines()[-1] == ("error: tokenizers is not installed (the core install leaves it "
+                                                   "out): pip install -e '.[llm]' (docs/install.md)")

@@ -77,7 +77,7 @@ def test_an_invalid_protocol_fails_every_check_that_needs_it(root, edit):
          "    kind: referee\n    description: scripted Boulware")
     report = run_audit("demo", root=root)
     assert failures(report, "protocol")[0].startswith("protocol/demo/arms.yaml:arms.ref_boulware.kind:")
-    assert failures(report, "arms")[0].startswith("cannot check: protocol invalid (protocol/demo/arms.yaml:")
+    assert failures(report, "arms")[0].startswith("cannot check: study invalid (protocol/demo/arms.yaml:")
 
 
 def test_a_bad_deviation_file_fails_with_file_and_key(root):
