@@ -99,8 +99,9 @@ def _register(client: Any, study: Study, arm_name: str, layout: ResultsLayout, r
     selection = layout.selection(arm_name)
     chosen = json.loads(selection.read_text(encoding="utf-8")) if selection.exists() else {}
     arm = study.arms.get(arm_name)
+    points = ",".join(_aliases(arm)[1:]) if arm else ""
     identity = {"study": study.name, "arm": arm_name, "kind": arm.kind if arm else "unknown",
-                "size": (arm.size if arm else None) or "none", "read_point": ",".join(_aliases(arm)[1:]) if arm else "",
+                "size": (arm.size if arm else None) or "none", "read_point": points or "none",
                 "protocol_hash": protocol_hash(study.name)}
     tags = {**identity, "seller": record["seller"], "seller_sha256": _sha256(seller),
             "checkpoint_sha256": record.get("weights_sha256") or "none (scripted seller)",

@@ -21,12 +21,11 @@ from negotiation.tracking._mlflow import (
     store_lock,
     tracking_uri,
 )
-from negotiation.tracking._models import COPY_LIMIT_BYTES, MODEL_ARTIFACTS, MODEL_FORMAT, checkpoint_folder, log_seller_model
 from negotiation.tracking._record import (
     RECORD_FILE, RECORD_VERSION, TIMES_FILE, RecordingTracker, log_recorded_run, read_recorded_run, read_run_times,
 )
 from negotiation.tracking._registry import (
-    READ_ALIAS, SELLER_ARTIFACTS, log_dataset_input, register_seller, registered_model_name,
+    MODEL_FORMAT, READ_ALIAS, SELLER_ARTIFACTS, log_dataset_input, register_seller, registered_model_name,
 )
 
 __all__ = [
@@ -41,7 +40,10 @@ __all__ = [
 
 # The pyfunc model subclasses MLflow's PythonModel: loaded on first use, so a trainer that only
 # records its run never imports MLflow.
-_LAZY = {"SellerModel": "_pyfunc", "build_seller": "_pyfunc"}
+# Logging a seller model reads agent specs (negotiation.agents): loaded on first use too, so the
+# stages that only log runs do not depend on the agents' code.
+_LAZY = {"SellerModel": "_pyfunc", "build_seller": "_pyfunc", "COPY_LIMIT_BYTES": "_models",
+         "MODEL_ARTIFACTS": "_models", "checkpoint_folder": "_models", "log_seller_model": "_models"}
 
 
 def __getattr__(name: str) -> Any:

@@ -26,9 +26,6 @@ _ENTRY = Path(__file__).with_name("_pyfunc_entry.py")
 """The model's code (MLflow's "models from code": the file is copied into the model and run)."""
 MODEL_ARTIFACTS = "model"
 """Artifact folder of an evaluation run holding the seller's MLflow model."""
-MODEL_FORMAT = "pyfunc-seller/1"
-"""``model_format`` tag of a version whose source is a loadable model (older versions pointed at
-the seller record alone and are superseded by one with this tag)."""
 COPY_LIMIT_BYTES = 2 * 1024**3
 """Checkpoints up to this size are copied into the model; larger ones are read from the checkout."""
 WEIGHT_KINDS = ("policy", "hf", "vllm")
@@ -103,5 +100,5 @@ def log_seller_model(client: Any, run_id: str, seller_path: Path, root: Path) ->
     return f"runs:/{run_id}/{MODEL_ARTIFACTS}", copied
 
 
-__all__ = ["COPY_LIMIT_BYTES", "MODEL_ARTIFACTS", "MODEL_FORMAT", "checkpoint_folder", "log_seller_model",
+__all__ = ["COPY_LIMIT_BYTES", "MODEL_ARTIFACTS", "checkpoint_folder", "log_seller_model",
            "requirements"]

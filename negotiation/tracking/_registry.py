@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from negotiation.tracking._mlflow import DEFAULT_EXPERIMENT_PREFIX, EXPERIMENT_PREFIX_ENV, retrying
-from negotiation.tracking._models import MODEL_FORMAT
 
+MODEL_FORMAT = "pyfunc-seller/1"
+"""``model_format`` tag of a version whose source is a loadable model (older versions pointed at
+the seller record alone and are superseded by one with this tag)."""
 READ_ALIAS = "read"
 """Alias of the version an arm is evaluated with (``models:/<name>@read``)."""
 _DESCRIPTION = ("Seller arm evaluated by the study; each version is one selected checkpoint logged as an MLflow "
