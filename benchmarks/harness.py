@@ -39,7 +39,7 @@ from negotiation.study import load_study
 
 
 def start_server(port: int, latency: float) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "negotiation.evaluation", "serve-standin", "--port", str(port),
+    cmd = [sys.executable, "-m", "negotiation.cli", "serve-standin", "--port", str(port),
            "--latency", str(latency), "--study", "demo"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 30
