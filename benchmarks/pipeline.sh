@@ -56,7 +56,9 @@ from collections import defaultdict
 start, middle, end = map(float, sys.argv[1:4])
 print(f"scope: {sys.argv[6]}")
 clean, noop = middle - start, end - middle
-events = [(float(line[:9]), line[10:]) for line in open(sys.argv[4], encoding="utf-8") if line[:9].strip()]
+# lines end at \n only: a progress bar's \r (e.g. "Downloading ...") stays inside its stamped line
+events = [(float(line[:9]), line[10:]) for line in open(sys.argv[4], encoding="utf-8", newline="\n")
+          if line[:9].strip()]
 stages: dict[str, list[float]] = defaultdict(list)
 between, running, last_end, first = 0.0, None, 0.0, None
 for t, text in events:
