@@ -3,8 +3,12 @@
 Slow (a minute of server start-up, then a cell on two cores). Needs the vLLM environment that
 ``make vllm-venv`` builds (``.venv-vllm``) or ``NEGOTIATION_VLLM_PYTHON`` pointing at one. The
 cell's tables equal the ``hf:`` seller's in structure (same keys, columns, parser, prompt token
-counts), the per-turn seeds are honoured (a second pass over the same cell returns the same
-text), and no process of the server outlives the run.
+counts), the per-turn seeds are honoured (a second serial pass over the same cell returns the
+same text), and no process of the server outlives the run.
+
+The replay is served one request at a time: vLLM's CPU kernels are not batch-invariant, so with
+requests in flight together a token can change with the batch it was computed in (seen: one
+token of 16 turns), while the seeds themselves replay exactly.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ KEYS = ["domain", "seed", "buyer", "turn"]
 CAP = LM.training.sequences.new_tokens_per_turn  # the protocol's per-turn token cap
 
 
-def run(out: Path, seller: str, seen: dict) -> pd.DataFrame:
+def run(out: Path, seller: str, seen: dict, concurrency: int = 4) -> pd.DataFrame:
     base = agent_factory(LM, retry=RetryPolicy(max_attempts=2, timeout_s=300.0), max_concurrency=8,
                          seller_sampling="self_served_seller")
 
@@ -42,7 +46,7 @@ def run(out: Path, seller: str, seen: dict) -> pd.DataFrame:
     cell = build_cell(LM, arm="base", seller=seller, buyers={"tft": "scripted:titfortat"},
                       domains=("job_offer", "media_rights"), seeds=(5_000_000, 5_000_001))
     result = asyncio.run(evaluate_cell(cell, out, LM, protocol_hash="h", make_agent=factory,
-                                       options=RunOptions(pilot=False, concurrency=4), seller_sampling="self_served_seller"))
+                                       options=RunOptions(pilot=False, concurrency=concurrency), seller_sampling="self_served_seller"))
     assert len(result.episodes) == 4
     return result
 
@@ -51,7 +55,7 @@ def run(out: Path, seller: str, seen: dict) -> pd.DataFrame:
 def test_vllm_serves_a_cell_like_hf_and_leaves_no_process(tiny_lm, tmp_path):
     seen: dict = {}
     spec = f"vllm:{tiny_lm}?python={VLLM_PYTHON}&max_model_len=4096&tp=1&kv_cache_memory_bytes={1 << 28}"
-    vllm = run(tmp_path / "vllm", spec, seen)
+    vllm = run(tmp_path / "vllm", spec, seen, concurrency=1)
     server_pid = seen["seller"].server.pid
     assert group_members(server_pid) == []  # the server and its engine workers are gone
     hf = run(tmp_path / "hf", f"hf:{tiny_lm}", seen)
@@ -69,6 +73,6 @@ def test_vllm_serves_a_cell_like_hf_and_leaves_no_process(tiny_lm, tmp_path):
     assert detail["rejected"] == {} and detail["accepted"] == {"temperature": 1.0, "top_p": 0.95, "top_k": 64,
                                                                "max_tokens": CAP, "thinking": False, "seed": "per-turn"}
 
-    again = run(tmp_path / "vllm-again", spec, {})
+    again = run(tmp_path / "vllm-again", spec, {}, concurrency=1)
     pd.testing.assert_series_equal(again.turns.sort_values(KEYS)["raw"].reset_index(drop=True),
                                    vllm.turns.sort_values(KEYS)["raw"].reset_index(drop=True))
