@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from negotiation.pipeline._evaluate import log_evaluation_run
-from negotiation.pipeline._plan import build_plan
-from negotiation.study import ResultsLayout, protocol_hash
+from negotiation.pipeline._plan import build_plan, results_profile
+from negotiation.study import ResultsLayout, load_study, protocol_hash
 from negotiation.tracking import (
     RECORD_FILE, experiment_id, experiment_name, log_recorded_run, read_recorded_run, register_seller,
     registered_model_name, retrying,
@@ -98,7 +98,8 @@ def run_track(study: str, results_dir: Path) -> dict[str, Any]:
     record or table; return run ids by run and by arm."""
     layout = ResultsLayout(Path(results_dir))
     client = _client()
-    plan = build_plan(study)["plan"]
+    loaded = load_study(study)
+    plan = build_plan(loaded, profile=results_profile(loaded, Path(results_dir)))["plan"]
     training = _log_training(client, study, layout, plan["runs"])
     logged = _logged(client, study)
     runs: dict[str, Any] = {}
