@@ -187,7 +187,7 @@ def _built_elsewhere(ctx: AuditContext, missing: set[tuple[str, str]]) -> set[tu
     gpu = ctx.study.gpu_profile_arms() if ctx.study else set()
     if not gpu:
         return set()
-    here_gpu = any(ctx.layout.evaluate(arm).exists() for arm in gpu)
-    other = gpu if not here_gpu else {n for n, a in ctx.study.arms.items() if n not in gpu and a.kind != "reference"}
-    return {pair for pair in missing
-            if set(pair) <= other and not any(ctx.layout.evaluate(arm).exists() for arm in pair)}
+    cpu = {n for n, a in ctx.study.arms.items() if n not in gpu and a.kind != "reference"}
+    groups = [gpu, cpu] if any(ctx.layout.evaluate(arm).exists() for arm in gpu) else [gpu]
+    return {pair for pair in missing if any(set(pair) <= group for group in groups)
+            and not any(ctx.layout.evaluate(arm).exists() for arm in pair)}
