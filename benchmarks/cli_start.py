@@ -8,6 +8,7 @@ commands also run from git revision ``REV`` (a temporary copy of its files), alt
 shows both sides and the ratio ours / theirs of the CPU time above bare. Usage::
 
     python benchmarks/cli_start.py [--repeat 7] [--limit 0.5] [--all] [--against main] [--only scenario]
+    python benchmarks/cli_start.py --small     # CI: one run of each light command, the limit not enforced
 
 Exit status 1 when one of this checkout's light commands takes more than ``--limit`` seconds
 of CPU above ``python -c pass`` (the issue's "starts in <= 0.5 s beside python -c pass"; on a
@@ -109,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", metavar="REV", help="git revision to time beside this checkout")
     parser.add_argument("--only", action="append", metavar="TEXT",
                         help="time only the commands whose name contains TEXT (repeatable; the bare run always)")
+    parser.add_argument("--small", action="store_true", help="CI: --repeat 1, the limit reported but not enforced")
     args = parser.parse_args(argv)
+    if args.small:
+        args.repeat = 1
     commands = {name: c for name, c in {**COMMANDS, **WORKING}.items()
                 if name == BARE or (any(t in name for t in args.only) if args.only else args.all or name in COMMANDS)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.against:
             trees[args.against] = checkout(args.against, Path(tmp))
         results = measure(trees, commands, args.repeat)
-    return 1 if report(results, list(trees), commands, args.limit) else 0
+    over = report(results, list(trees), commands, args.limit)
+    return 1 if over and not args.small else 0  # one run on a loaded CI machine says nothing about a limit
 
 
 if __name__ == "__main__":

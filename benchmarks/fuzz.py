@@ -10,6 +10,7 @@ counts), every finished episode is scored and tabulated (``episodes_to_frames``)
 batch written as Parquet. Usage::
 
     python benchmarks/fuzz.py [--messages 1000000] [--seed 0] [--batch 2000]
+    python benchmarks/fuzz.py --small          # CI: 3,000 messages
 
 Prints messages/s (wall and per CPU second: the machine may be shared), the worst CPU time
 of one turn per KB (messages of at least 1 KB) and the number of
@@ -204,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=2000, help="episodes per table")
     parser.add_argument("--study", default="demo")
     parser.add_argument("--workers", type=int, default=1, help="processes, each with its own seed (seed + k)")
+    parser.add_argument("--small", action="store_true", help="CI: 3,000 messages in batches of 500, one worker")
     args = parser.parse_args(argv)
+    if args.small:
+        args.messages, args.batch, args.workers = 3_000, 500, 1
     shares = [args.messages // args.workers + (k < args.messages % args.workers) for k in range(args.workers)]
     start = time.perf_counter()
     if args.workers == 1:

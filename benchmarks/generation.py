@@ -23,6 +23,7 @@ included) plus attention's ``4 * layers * heads * head_dim * context`` per token
     python benchmarks/generation.py --sizes lm_xs,lm_s --threads 2                # 2 CPU cores, with vLLM
     python benchmarks/generation.py --sizes lm_m,lm_l,lm_xl --device cuda --dtype bfloat16 --no-vllm
     python benchmarks/generation.py --checkpoint outputs/lm/bases/lm_xs           # an existing folder
+    python benchmarks/generation.py --small --out /tmp/gen.json                   # CI: lm_xs, 4 prompts, 8 tokens
 
 Sizes are built untrained from the ``lm`` protocol (throughput does not depend on the weights);
 a JSON of every figure goes to ``--out``.
@@ -205,6 +206,10 @@ def size_models(args: argparse.Namespace, workdir: Path) -> list[tuple[str, Path
         from negotiation.study import load_study
 
         protocol = load_study(args.study).protocol
+        if args.small:
+            from _small import small_lm_protocol
+
+            protocol = small_lm_protocol(protocol)
         write_tokenizer(protocol, workdir / "tokenizer")
         tokenizer = load_tokenizer(workdir / "tokenizer")
         for name in args.sizes.split(","):
@@ -276,7 +281,11 @@ def main() -> None:
     parser.add_argument("--no-static", action="store_true", help="skip the fixed-shape (static cache) generator")
     parser.add_argument("--peak-tflops", type=float, default=None, help="for MFU (default: 989 on cuda, none on cpu)")
     parser.add_argument("--out", default="outputs/benchmarks/generation.json")
+    parser.add_argument("--small", action="store_true", help="CI: lm_xs on the CPU, 4 prompts, 8 new tokens, no vLLM")
     args = parser.parse_args()
+    if args.small:
+        args.sizes, args.checkpoint, args.device, args.dtype, args.no_vllm = "lm_xs", [], "cpu", "float32", True
+        args.prompts, args.batch, args.loop_prompts, args.new_tokens = 4, 4, 2, 8
     import torch
 
     if args.threads:

@@ -41,12 +41,17 @@ def checkout(rev: str, into: Path) -> Path:
     return into
 
 
-def prepare(out: Path, sizes: list[str], warm_steps: int, device: str) -> None:
-    """Tokenizer and each size's warm-started base under ``out`` (this checkout's code; kept)."""
+def prepare(out: Path, sizes: list[str], warm_steps: int, device: str, small: bool = False) -> None:
+    """Tokenizer and each size's warm-started base under ``out`` (this checkout's code; kept);
+    ``small``: the tokenizer from a cut corpus (seconds)."""
     from negotiation.ladder import write_base, write_tokenizer
     from negotiation.study import load_study
 
     protocol = load_study("lm").protocol
+    if small:
+        from _small import small_lm_protocol
+
+        protocol = small_lm_protocol(protocol)
     tok = out / "tokenizer"
     if not (tok / "tokenizer.json").is_file():
         write_tokenizer(protocol, tok)
@@ -145,7 +150,7 @@ def main() -> int:
         args.sizes, args.device, args.steps, args.warm_steps = "lm_xs", "cpu", 2, 0
     work = Path(args.work or tempfile.mkdtemp(prefix="grpo_step_"))
     sizes = args.sizes.split(",")
-    prepare(work, sizes, args.warm_steps, args.device)
+    prepare(work, sizes, args.warm_steps, args.device, args.small)
     sides = {"ours": (REPO, args.checkpointing)}
     if args.against_tree:
         sides["reference"] = (Path(args.against_tree).resolve(), True)

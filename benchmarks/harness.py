@@ -7,6 +7,7 @@ request bodies the harness sent, with a bare ``httpx.AsyncClient``, and does not
 replies but decode them. Prints turns per second of each and their ratio (target: >= 0.8).
 
     python benchmarks/harness.py [--seeds 16] [--concurrency 64] [--latency 0.0] [--repeats 3]
+    python benchmarks/harness.py --small        # CI: one seed per domain, concurrency 8, one run per side
 
 Runs alternate (harness, raw, harness, raw, ...) so that load from other processes on the machine
 hits both sides alike; the ratio printed is that of the medians.
@@ -38,7 +39,7 @@ from negotiation.study import load_study
 
 
 def start_server(port: int, latency: float) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "negotiation.evaluation", "serve-standin", "--port", str(port),
+    cmd = [sys.executable, "-m", "negotiation.cli", "serve-standin", "--port", str(port),
            "--latency", str(latency), "--study", "demo"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 30
@@ -102,7 +103,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency", type=float, default=0.0, help="stand-in seconds per reply")
     parser.add_argument("--repeats", type=int, default=3, help="alternating runs of each side")
+    parser.add_argument("--small", action="store_true", help="CI: --seeds 1 --concurrency 8 --repeats 1")
     args = parser.parse_args()
+    if args.small:
+        args.seeds, args.concurrency, args.repeats = 1, 8, 1
     port = free_port()
     server = start_server(port, args.latency)
     api_base = f"http://127.0.0.1:{port}/v1"

@@ -9,6 +9,10 @@ in the harness. Prints one row per size and writes ``ladder.json`` under ``--out
 
     python benchmarks/ladder.py --profile cpu --seeds 1 --out /tmp/ladder      # 2 cores
     python benchmarks/ladder.py --profile gpu --seeds 4 --out $OUT              # one H200
+    python benchmarks/ladder.py --small --out /tmp/ladder-small                 # CI: plumbing, seconds
+
+``--small`` builds lm_xs from a cut tokenizer corpus with 2 warm-start steps of 2 chats and plays
+it with 16-token turns for 3 rounds on one seed of one domain: the whole path in seconds, its figures meaning nothing.
 """
 
 from __future__ import annotations
@@ -27,8 +31,21 @@ def _sizes(protocol: Any, profile: str, only: list[str] | None) -> list[str]:
     return [n for n in names if not only or n in only]
 
 
-def play_base(protocol: Any, folder: Path, seeds: int, device: str) -> dict[str, Any]:
-    """Episodes of one base against every evaluation buyer; S, deal rate, bad-parse fraction."""
+def _small(protocol: Any) -> Any:
+    """The protocol with a cut tokenizer corpus and 16-token seller turns (``--small``)."""
+    from _small import small_lm_protocol
+
+    protocol = small_lm_protocol(protocol)
+    recipe = protocol.warm_start.model_copy(update={"steps": 2, "batch_sequences": 2, "warmup_steps": 1,
+                                                    "validation_every": 2, "validation_chats": 2})
+    sequences = protocol.training.sequences.model_copy(update={"new_tokens_per_turn": 16})
+    return protocol.model_copy(update={"warm_start": recipe, "training": protocol.training.model_copy(
+        update={"sequences": sequences}), "environment": protocol.environment.model_copy(update={"max_rounds": 3})})
+
+
+def play_base(protocol: Any, folder: Path, seeds: int, device: str, domains: int | None = None) -> dict[str, Any]:
+    """Episodes of one base against every evaluation buyer on the first ``domains`` evaluated domains
+    (default: all); S, deal rate, bad-parse fraction."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -45,7 +62,7 @@ def play_base(protocol: Any, folder: Path, seeds: int, device: str) -> dict[str,
     s, config = protocol.sampling.self_served_seller, env_config(protocol, "evaluation")
     cap, converge = protocol.training.sequences.new_tokens_per_turn, protocol.environment.converge_from_turn
     games, buyers = [], []
-    for domain in protocol.domains.evaluated:
+    for domain in protocol.domains.evaluated[:domains]:
         for seed in range(protocol.seeds.evaluation.start, protocol.seeds.evaluation.start + seeds):
             for buyer in protocol.buyers.evaluation.values():
                 games.append(Negotiation(make_scenario(load_domain(domain), seed, protocol.environment.dirichlet_alpha),
@@ -84,6 +101,7 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=1, help="evaluation seeds per domain")
     p.add_argument("--steps", type=int, default=None, help="warm-start steps (default: the recipe's)")
     p.add_argument("--out", required=True)
+    p.add_argument("--small", action="store_true", help="lm_xs, cut corpus, 2 warm-start steps, 16-token turns")
     args = p.parse_args()
     import torch
 
@@ -96,6 +114,8 @@ def main() -> None:
     if args.profile == "all":  # one recipe for the whole ladder: every size warm-starts like a gpu size
         protocol = protocol.model_copy(update={"sizes": {
             n: s.model_copy(update={"profile": "gpu"}) if s.kind == "lm" else s for n, s in protocol.sizes.items()}})
+    if args.small:
+        protocol, args.profile, args.sizes, args.seeds, args.steps = _small(protocol), "cpu", ["lm_xs"], 1, 2
     out = Path(args.out)
     t0 = time.perf_counter()
     write_tokenizer(protocol, out / "tokenizer")
@@ -106,7 +126,7 @@ def main() -> None:
         row = {"parameters": record["parameters"], "steps": record["steps"], "batch": record["batch_sequences"],
                "val_loss_start": record.get("val_loss", [[0, None]])[0][1], "val_loss": record.get("final_val_loss"),
                "warm_start_seconds": round(time.perf_counter() - t0, 1)}
-        row.update(play_base(protocol, out / size, args.seeds, device))
+        row.update(play_base(protocol, out / size, args.seeds, device, 1 if args.small else None))
         rows["sizes"][size] = row
         print(f"{size:6s} {row['parameters']:>12,} params  val loss {row['val_loss_start']:.3f} -> {row['val_loss']:.3f}  "
               f"bad parses {row['bad_parse_rate']:.3f}  S {row['S']:+.3f}  deals {row['deal_rate']:.2f}  "

@@ -47,6 +47,10 @@ def build(args: argparse.Namespace, workdir: Path) -> tuple[Any, Any, Any]:
     from negotiation.study import load_study
 
     protocol = load_study(args.study).protocol
+    if args.small:  # the tokenizer from a cut corpus (seconds); the model's shapes are the size's own
+        from _small import small_lm_protocol
+
+        protocol = small_lm_protocol(protocol)
     write_tokenizer(protocol, workdir / "tokenizer")
     tokenizer = load_tokenizer(workdir / "tokenizer")
     model = build_model(lm_size(protocol, args.size), tokenizer, vocab_size=protocol.tokenizer.vocab_size)

@@ -10,8 +10,11 @@ efficiency = rate(n) / (n x rate(1)); then the same from the first stored episod
 (steady state: each worker's start-up, mostly importing the package, left out).
 
     python benchmarks/scaleout.py [--seeds 32] [--latency 0.05] [--concurrency 8] [--workers 1,2,4]
+    python benchmarks/scaleout.py --small       # CI: 2 seeds, 10 ms replies, 4 in flight, 1 and 2 workers
 
-Starts a local Ray instance with as many CPUs as the largest worker count (or joins $RAY_ADDRESS).
+Starts a local Ray instance with as many CPUs as the largest worker count (or joins $RAY_ADDRESS),
+as the ``ray`` backend does (``negotiation.evaluation.start_ray``: a private temp folder, a 256 MiB
+object store, no dashboard).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from negotiation.agents._llm_retry import RetryPolicy  # noqa: E402
-from negotiation.evaluation import ExecutionBackend, RunOptions, agent_factory, build_cell, evaluate_cell  # noqa: E402
+from negotiation.evaluation import (ExecutionBackend, RunOptions, agent_factory, build_cell,  # noqa: E402
+                                    evaluate_cell, start_ray, stop_ray)
 from negotiation.study import load_study  # noqa: E402
 
 
@@ -74,12 +78,20 @@ def main() -> None:
     p.add_argument("--latency", type=float, default=0.05)
     p.add_argument("--concurrency", type=int, default=8, help="episodes in flight per worker")
     p.add_argument("--workers", default="1,2,4")
+    p.add_argument("--small", action="store_true", help="CI: --seeds 2 --latency 0.01 --concurrency 4 --workers 1,2")
     args = p.parse_args()
+    if args.small:
+        args.seeds, args.latency, args.concurrency, args.workers = 2, 0.01, 4, "1,2"
     counts = [int(w) for w in args.workers.split(",")]
-    import ray
+    start_ray(num_cpus=max(counts))
+    try:
+        table(args, counts)
+    finally:
+        stop_ray()
 
-    ray.init(address=os.environ.get("RAY_ADDRESS") or None, num_cpus=None if os.environ.get("RAY_ADDRESS")
-             else max(counts), include_dashboard=False, log_to_driver=False)
+
+def table(args: argparse.Namespace, counts: list[int]) -> None:
+    """The local reference row, then one row per worker count."""
     print(f"cell: 9 domains x {args.seeds} seeds x 2 buyers, {args.latency * 1000:.0f} ms per reply, "
           f"{args.concurrency} episodes in flight per worker, {os.cpu_count()} CPUs here")
     print(f"{'':>18} {'episodes':>8} {'wall s':>7} {'ep/s':>7} {'eff.':>5}   {'steady s':>8} {'ep/s':>7} {'eff.':>5}")
@@ -92,7 +104,6 @@ def main() -> None:
         base = base or (rates[0] / workers, rates[1] / workers)
         print(f"{f'ray, {workers} workers':>18} {n:8d} {wall:7.2f} {rates[0]:7.2f} {rates[0] / (workers * base[0]):5.2f}"
               f"   {steady:8.2f} {rates[1]:7.2f} {rates[1] / (workers * base[1]):5.2f}")
-    ray.shutdown()
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ other processes hits both alike, and prints per stage the median CPU time, the r
 heavy libraries each process imported::
 
     python benchmarks/stages.py --against main [--rounds 3]
+    python benchmarks/stages.py --small         # CI: one round against HEAD (the committed tree)
 """
 
 from __future__ import annotations
@@ -66,9 +67,14 @@ def run_stage(tree: Path, argv: list[str], cwd: Path) -> tuple[float, list[str]]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--against", required=True, metavar="REV", help="git revision to compare with")
+    parser.add_argument("--against", metavar="REV", help="git revision to compare with (required but with --small)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--small", action="store_true", help="CI: one round; --against defaults to HEAD")
     args = parser.parse_args(argv)
+    if args.small:
+        args.rounds, args.against = 1, args.against or "HEAD"
+    if not args.against:
+        parser.error("--against REV is required")
     times: dict[tuple[str, str], list[float]] = {}
     imported: dict[tuple[str, str], list[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -7,6 +7,7 @@ Modes::
     python benchmarks/training.py demo --out DIR         # train every demo run, time per arm
     python benchmarks/training.py check --out DIR        # trained arms vs their base, held-out buyers
     python benchmarks/training.py --against main [--run w64_shared_init] [--rounds 3]
+    python benchmarks/training.py speed --small          # CI: the smallest width, 16 episodes, untrained
 
 ``sweep`` applies the shared-LR rule on validation only (training seed block, never evaluation
 seeds): walking a half-decade grid upward, train the largest width's 3x initial run at 3x each
@@ -79,15 +80,17 @@ def evaluation_env(protocol) -> EnvConfig:
                    phase="evaluation")
 
 
-def speed(study) -> None:
-    """Process seconds of one rollout + update step per width, untrained and hold-out policies."""
+def speed(study, small: bool = False) -> None:
+    """Process seconds of one rollout + update step per width, untrained and hold-out policies
+    (``small``: the smallest width, 16 episodes, untrained only)."""
     torch.set_num_threads(1)
     env, cfg0 = training_env(study.protocol), train_config_for(study, training_runs(study)[0])
     maker = ScenarioMaker(cfg0.data.dirichlet_alpha)
     print(f"{'width':>6} {'episodes':>9} {'policy':>9} {'seller turns':>13} {'s/step':>7}")
-    for name, size in sorted(study.protocol.sizes.items(), key=lambda kv: kv[1].width):
-        for episodes in (128, 64):
-            for kind in ("untrained", "hold-out"):
+    sizes = sorted(study.protocol.sizes.items(), key=lambda kv: kv[1].width)
+    for name, size in sizes[:1] if small else sizes:
+        for episodes in (16,) if small else (128, 64):
+            for kind in ("untrained",) if small else ("untrained", "hold-out"):
                 cfg = cfg0.model_copy(update={"arm": cfg0.arm.model_copy(update={"arch": PolicyArch(width=size.width)})})
                 st = _setup(cfg, _start(cfg.arm, Path("/nonexistent")))
                 if kind == "hold-out":  # rarely accepts: episodes run to the buyer's deadline
@@ -290,10 +293,16 @@ def main() -> int:
     parser.add_argument("--against", metavar="REV", help="time train@RUN here beside git revision REV")
     parser.add_argument("--run", default="w64_shared_init", help="the run --against times")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of --against")
+    parser.add_argument("--small", action="store_true", help="CI: speed on the smallest width only, in seconds")
     args = parser.parse_args()
     study = load_study(args.study)
     if args.against:
         return against(study, args.against, args.run, args.rounds)
+    if args.small and args.mode not in (None, "speed"):
+        parser.error("--small runs the speed mode only")
+    if args.small:
+        speed(study, small=True)
+        return 0
     if args.mode is None:
         parser.error("a mode or --against REV is required")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 from pathlib import Path
 from typing import Any, Optional
 
@@ -16,31 +15,12 @@ import numpy as np
 import typer
 
 from negotiation.analysis import EPISODE_COLUMNS, AnalysisError, require_columns
+from negotiation.cli._output import JSON_OPTION, jsonable, print_json
 from negotiation.errors import ConfigError
 
 STUDY = typer.Option("demo", "--study", help="Study whose protocol/<study>/ supplies the constants.")
 ROOT = typer.Option(None, "--root", help="Repository root holding protocol/ and registry/ (default: this checkout).")
 RESULTS = typer.Option(None, "--results", help="Results directory (default outputs/<study>).")
-JSON = typer.Option(False, "--json", help="Print machine-readable JSON.")
-
-
-def _clean(value: Any) -> Any:
-    """Strict JSON: NaN as null, tuples as lists, numpy scalars as Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _emit(payload: dict[str, Any]) -> None:
-    typer.echo(json.dumps(_clean(payload), indent=1))
-
-
 def _results_dir(study, results: Optional[Path]) -> Path:
     return Path(results) if results is not None else study.layout.dir
 
@@ -71,7 +51,7 @@ def contrast_command(
     domain: Optional[list[str]] = typer.Option(None, "--domain", help="Restrict to these domains (repeatable)."),
     study: str = STUDY,
     root: Optional[Path] = ROOT,
-    json_out: bool = JSON,
+    json_out: bool = JSON_OPTION,
 ) -> None:
     """Paired seed-cluster bootstrap of MINUEND − SUBTRAHEND on one metric."""
     import pandas as pd
@@ -97,7 +77,7 @@ def contrast_command(
                "episodes": interval.episodes, "metric": metric, "resamples": interval.resamples,
                "rerun": interval.rerun, "mc_error": list(interval.mc_error), "level": interval.level, "seed": seed}
     if json_out:
-        _emit(payload)
+        print_json(payload)
         return
     typer.echo(f"{spec.name} on {metric}: {interval.mean:+.4f} [{interval.ci[0]:+.4f}, {interval.ci[1]:+.4f}] "
                f"({interval.level:.0%}), p = {interval.p:.4g}, {interval.clusters} seed clusters, "
@@ -110,7 +90,7 @@ def frontier_command(
     seed: int = typer.Argument(..., help="Scenario seed."),
     study: str = STUDY,
     root: Optional[Path] = ROOT,
-    json_out: bool = JSON,
+    json_out: bool = JSON_OPTION,
 ) -> None:
     """Exact Pareto frontier, Nash point and maximum welfare of one scenario (Ũ space)."""
     from negotiation.analysis import solve_scenario
@@ -124,18 +104,18 @@ def frontier_command(
         raise AnalysisError("frontier", "domain", f"{domain!r}: {err}") from None
     summary = solve_scenario(make_scenario(loaded, seed, alpha)).summary(domain, seed)
     if json_out:
-        _emit(summary.model_dump(mode="json"))
+        print_json(summary.model_dump(mode="json"))
         return
     typer.echo(f"{domain} seed {seed}: Pareto frontier [seller Ũ, buyer Ũ] (polyline through):")
     for x, y in summary.pareto:
         typer.echo(f"  [{x:.4f}, {y:.4f}]")
     typer.echo(f"Nash point: [{summary.nash[0]:.4f}, {summary.nash[1]:.4f}]  (product {summary.nash[0] * summary.nash[1]:.4f})")
     typer.echo(f"maximum welfare: {summary.max_welfare:.4f}")
-    typer.echo("Nash contract: " + json.dumps(_clean(summary.nash_contract)))
+    typer.echo("Nash contract: " + json.dumps(jsonable(summary.nash_contract)))
 
 
 def validate_command(study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
-                     json_out: bool = JSON) -> None:
+                     json_out: bool = JSON_OPTION) -> None:
     """Validate every arm's episode table (great-expectations); exit 1 naming failures."""
     from negotiation.study import load_study
     from negotiation.analysis import validate_results
@@ -143,7 +123,7 @@ def validate_command(study: str = STUDY, results: Optional[Path] = RESULTS, root
     context = load_study(study, root)
     report = validate_results(context, _results_dir(context, results))
     if json_out:
-        _emit(report.model_dump(mode="json"))
+        print_json(report.model_dump(mode="json"))
         if not report.success:
             raise typer.Exit(1)
         return
@@ -159,7 +139,7 @@ def analyze_command(
     study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
-    json_out: bool = JSON,
+    json_out: bool = JSON_OPTION,
 ) -> None:
     """Metrics, contrasts (Holm on the primary family), frontier columns and guards → analyze/."""
     from negotiation.analysis import analyze_results
@@ -171,7 +151,7 @@ def analyze_command(
                              resamples=resamples)
     if json_out:
         folder = ResultsLayout(_results_dir(context, results)).analyze
-        _emit({"study": study, "analyze": str(folder), "files": sorted(p.name for p in folder.iterdir()),
+        print_json({"study": study, "analyze": str(folder), "files": sorted(p.name for p in folder.iterdir()),
                "contrasts": len(result.contrasts), "guards": len(result.guards), "solutions": len(result.solutions)})
         return
     typer.echo(f"{len(result.contrasts)} contrasts, {len(result.guards)} guards, "
@@ -208,7 +188,7 @@ def report_command(
     out: Optional[Path] = typer.Option(None, "--out", help="Report folder (default <results>/report)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
-    json_out: bool = JSON,
+    json_out: bool = JSON_OPTION,
 ) -> None:
     """Validated tables → analysis → report.html, report.md, figures/*.png and transcripts.html."""
     from negotiation.analysis import report_results
@@ -220,7 +200,7 @@ def report_command(
     paths = report_results(context, folder, out or folder / "report", registry_inputs(context, folder), seed=seed,
                            resamples=resamples)
     if json_out:
-        _emit({"study": study, "files": {name: str(path) for name, path in paths.items()}})
+        print_json({"study": study, "files": {name: str(path) for name, path in paths.items()}})
         return
     typer.echo(f"report: {paths['report.html']} and {paths['report.md']}")
 
@@ -231,7 +211,7 @@ def viewer_command(
     arm: Optional[list[str]] = typer.Option(None, "--arm", help="Arms to include (repeatable; default all)."),
     max_episodes: int = typer.Option(30000, "--max-episodes", help="Seeded sample of scenarios above this many episodes."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
-    json_out: bool = JSON,
+    json_out: bool = JSON_OPTION,
 ) -> None:
     """Static transcript viewer over the episode and turn tables."""
     from negotiation.study import load_study
@@ -242,7 +222,7 @@ def viewer_command(
     path = viewer_results(context, folder, out or folder / "viewer.html", arms=arm, max_episodes=max_episodes,
                           seed=seed)
     if json_out:
-        _emit({"study": study, "viewer": str(path)})
+        print_json({"study": study, "viewer": str(path)})
         return
     typer.echo(f"viewer: {path}")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -13,6 +12,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from negotiation.cli._output import print_json
 from negotiation.pipeline import arm_reads, arm_rows, stale_code_deps, study_state, write_plan
 
 pipeline_app = typer.Typer(help="The DVC pipeline's derived files (plan and per-study pipeline).",
@@ -35,8 +35,8 @@ def plan_command(
     if as_json:
         problems = stale_code_deps(study, root) if stale and check else []
         # current: the file holds what was derived (without --check: after writing it, so always)
-        typer.echo(json.dumps({"study": study, "check": check, "files": [{"path": p, "current": c} for p, c in files],
-                               "stale": stale, "problems": problems}, indent=1))
+        print_json({"study": study, "check": check, "files": [{"path": p, "current": c} for p, c in files],
+                    "stale": stale, "problems": problems})
         if check and stale:
             raise typer.Exit(1)
         return
@@ -59,7 +59,7 @@ def status_command(
     if as_json:
         reads = arm_reads(study, root)  # the plan's read steps and branches, as numbers
         arms = [{**row, **reads.get(row["arm"], {})} for row in rows]
-        typer.echo(json.dumps({"study": study, "arms": arms, **state}, indent=1))
+        print_json({"study": study, "arms": arms, **state})
         return
     console = Console()
     _print_rows(console, f"study {study}", rows)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 from collections import deque
 from typing import Any, Callable
 
@@ -34,6 +33,7 @@ from negotiation.errors import NegotiationError
 from negotiation.evaluation._backend import ExecutionBackend
 from negotiation.evaluation._cell import AgentPool, CellProgress, CellSpec, plan_cell
 from negotiation.evaluation._ray_actors import LIMITER_NAME, EpisodeWorker, SellerServer, SharedLimits, worker_factory
+from negotiation.evaluation._ray_local import start_ray, stop_ray
 from negotiation.evaluation._store import Key, ResultsStore
 
 WORKER_LOST = (RayActorError, WorkerCrashedError, ObjectLostError)
@@ -42,15 +42,6 @@ WORKER_LOST = (RayActorError, WorkerCrashedError, ObjectLostError)
 
 class WorkerLossError(NegotiationError):
     """More workers died than ``max_worker_losses`` allows (every returned episode is stored)."""
-
-
-def connect() -> bool:
-    """Join ``$RAY_ADDRESS``'s cluster, else start a Ray instance here; True if this call started it."""
-    if ray.is_initialized():
-        return False
-    address = os.environ.get("RAY_ADDRESS") or None
-    ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    return True
 
 
 def tasks_of(todo: list[tuple[Key, int]], size: int) -> list[list[tuple[Key, int]]]:
@@ -109,7 +100,7 @@ async def _run_todo_ray(cell: CellSpec, store: ResultsStore, env: EnvConfig, poo
                         todo: list[tuple[Key, int]], backend: ExecutionBackend, concurrency: int,
                         seller_gpus: int, progress: CellProgress,
                         on_progress: Callable[[CellProgress], None] | None) -> None:
-    started = connect()
+    started = start_ray()  # joins $RAY_ADDRESS, else a local head sized for small machines (_ray_local)
     seller_actor = None
     try:
         factory = pool.factory
@@ -127,7 +118,7 @@ async def _run_todo_ray(cell: CellSpec, store: ResultsStore, env: EnvConfig, poo
         if seller_actor is not None:
             await _stop(seller_actor)
         if started:
-            ray.shutdown()
+            stop_ray()
 
 
 def _cpus(backend: ExecutionBackend) -> int:

@@ -19,10 +19,11 @@ from typing import Any
 
 from negotiation.pipeline._evaluate import log_evaluation_run
 from negotiation.pipeline._plan import build_plan, results_profile
-from negotiation.study import ResultsLayout, load_study, protocol_hash
+from negotiation.study import ResultsLayout, Study, load_study, protocol_hash
 from negotiation.tracking import (
-    RECORD_FILE, experiment_id, experiment_name, log_recorded_run, read_recorded_run, register_seller,
-    registered_model_name, retrying,
+    READ_ALIAS, RECORD_FILE, describe_experiment, experiment_description, experiment_id, experiment_name,
+    log_recorded_run, log_seller_model, read_recorded_run, read_run_times, register_seller, registered_model_name,
+    retrying,
 )
 
 
@@ -76,21 +77,48 @@ def _log_training(client: Any, study: str, layout: ResultsLayout, runs: dict[str
             parent = runs[run].get("parent") or ""
             tags = {"record_sha256": digest, "dvc_stage": f"train@{run}",
                     "parent_run": done.get(parent, {}).get("run_id", "")}
-            run_id = log_recorded_run(client, experiment_name(study), read_recorded_run(path), tags)
+            run_id = log_recorded_run(client, experiment_name(study), read_recorded_run(path), tags,
+                                      times=read_run_times(path))
         done[run] = {"run_id": run_id, "record_sha256": digest}
     return done
 
 
-def _register(client: Any, study: str, arm: str, layout: ResultsLayout, run_id: str) -> str:
-    """The arm's registered model version: seller record, checkpoint hash, DVC paths, protocol hash."""
-    record = json.loads(layout.seller(arm).read_text(encoding="utf-8"))
-    selection = layout.selection(arm)
-    checkpoint = json.loads(selection.read_text(encoding="utf-8"))["checkpoint"] if selection.exists() else ""
-    tags = {"study": study, "arm": arm, "seller": record["seller"], "seller_sha256": _sha256(layout.seller(arm)),
+def _aliases(arm: Any) -> list[str]:
+    """``read`` (the version the arm is evaluated with) and the arm's read point by name:
+    ``early``/``combined``/... for a trained arm, ``init`` for a base arm."""
+    named = arm.read_point or (f"step-{arm.read_step}" if arm.read_step is not None else None)
+    extra = {"trained": named, "base": "init"}.get(arm.kind)
+    return [READ_ALIAS] + ([extra] if extra else [])
+
+
+def _register(client: Any, study: Study, arm_name: str, layout: ResultsLayout, run_id: str) -> str:
+    """The arm's registered model version: its seller as a loadable MLflow model, tagged with the
+    seller record, checkpoint hash and step, DVC paths and protocol hash, aliased ``read``."""
+    seller = layout.seller(arm_name)
+    record = json.loads(seller.read_text(encoding="utf-8"))
+    selection = layout.selection(arm_name)
+    chosen = json.loads(selection.read_text(encoding="utf-8")) if selection.exists() else {}
+    arm = study.arms.get(arm_name)
+    points = ",".join(_aliases(arm)[1:]) if arm else ""
+    identity = {"study": study.name, "arm": arm_name, "kind": arm.kind if arm else "unknown",
+                "size": (arm.size if arm else None) or "none", "read_point": points or "none",
+                "protocol_hash": protocol_hash(study.name)}
+    tags = {**identity, "seller": record["seller"], "seller_sha256": _sha256(seller),
             "checkpoint_sha256": record.get("weights_sha256") or "none (scripted seller)",
-            "dvc_path": layout.seller(arm).as_posix(), "checkpoint_path": checkpoint or "none",
-            "protocol_hash": protocol_hash(study)}
-    return register_seller(client, registered_model_name(study, arm), run_id, tags)
+            "dvc_path": seller.as_posix(), "checkpoint_path": chosen.get("checkpoint") or "none",
+            "step": str(chosen.get("step", 0 if arm and arm.kind == "base" else "none")),
+            "parent_step": str(chosen.get("parent_step") if chosen.get("parent_step") is not None else "none")}
+
+    def log_model() -> str:
+        uri, copied = log_seller_model(client, run_id, seller, study.root)
+        tags["weights_in_model"] = str(copied).lower()
+        return uri
+    description = (f"{arm.description}. " if arm else "") + "Each version is the arm's seller as an MLflow pyfunc " \
+        f"model: `mlflow.pyfunc.load_model('models:/{registered_model_name(study.name, arm_name)}@read')`" \
+        ".predict(views) returns the seller's replies."
+    return register_seller(client, registered_model_name(study.name, arm_name), run_id, tags, log_model=log_model,
+                           model_tags=identity, aliases=_aliases(arm) if arm else [READ_ALIAS],
+                           description=description)
 
 
 def run_track(study: str, results_dir: Path) -> dict[str, Any]:
@@ -100,6 +128,7 @@ def run_track(study: str, results_dir: Path) -> dict[str, Any]:
     client = _client()
     loaded = load_study(study)
     plan = build_plan(loaded, profile=results_profile(loaded, Path(results_dir)))["plan"]
+    describe_experiment(client, experiment_id(client, experiment_name(study)), experiment_description(study))
     training = _log_training(client, study, layout, plan["runs"])
     logged = _logged(client, study)
     runs: dict[str, Any] = {}
@@ -113,7 +142,7 @@ def run_track(study: str, results_dir: Path) -> dict[str, Any]:
             metrics = json.loads(layout.metrics(arm).read_text(encoding="utf-8"))
             seller = json.loads(layout.seller(arm).read_text(encoding="utf-8"))["seller"]
             run_id = log_evaluation_run(study, arm, seller, metrics, layout, digest)
-        version = _register(client, study, arm, layout, run_id)
+        version = _register(client, loaded, arm, layout, run_id)
         runs[arm] = {"run_id": run_id, "tables_sha256": digest, "registered_model": registered_model_name(study, arm),
                      "model_version": version}
     return {"study": study, "training_runs": training, "evaluation_runs": runs}

@@ -77,6 +77,9 @@ class LearningBudget(StrictModel):
     """Rollouts per scenario (``None``: the recipe's); >= 3 for the leave-one-out std."""
     scenarios_per_step: int | None = Field(default=None, gt=0)
     """Scenarios per step (``None``: the recipe's)."""
+    normalize_rewards: bool | None = None
+    """Whether group advantages are divided by their baseline rollouts' std (``None``: the
+    recipe's). ``False`` keeps the plain leave-one-out differences, whose size the returns bound."""
     seed: int = Field(default=0, ge=0)
     """Training seed of the run (data order, sample seeds, torch)."""
 

@@ -156,6 +156,26 @@ def experiment_id(client: Any, name: str) -> str:
         return retrying(get_or_create)
 
 
+NOTE_TAG = "mlflow.note.content"
+"""The experiment tag MLflow's UI shows as the experiment's description."""
+
+
+def experiment_description(study: str) -> str:
+    """What the study's experiment holds and how to show one kind of run (Markdown)."""
+    return (f"Runs of the `{study}` study, each tagged with its kind: `phase` = `training` (one per training run: "
+            "`train/*` curves per step, `validation/score`), `evaluation` (one per arm: `eval/*` metrics, episode and "
+            "turn tables, the seller as an MLflow model) or `analysis` (the report and contrasts). To see one kind, "
+            "search runs with `tags.phase = 'training'` (or `'evaluation'`). Every arm's seller is a registered "
+            f"model `<prefix>.{study}.<arm>`; its alias `@read` is the checkpoint the arm is evaluated with.")
+
+
+def describe_experiment(client: Any, exp_id: str, text: str) -> None:
+    """Set the experiment's description (its ``mlflow.note.content`` tag) unless it already reads ``text``."""
+    current = retrying(lambda: client.get_experiment(exp_id)).tags.get(NOTE_TAG)
+    if current != text:
+        retrying(lambda: client.set_experiment_tag(exp_id, NOTE_TAG, text))
+
+
 class MlflowTracker(NullTracker):
     """One MLflow run; metrics are buffered and written in batches."""
 

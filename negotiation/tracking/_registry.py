@@ -5,9 +5,17 @@ as the evaluation runs' dataset inputs."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from negotiation.tracking._mlflow import DEFAULT_EXPERIMENT_PREFIX, EXPERIMENT_PREFIX_ENV, retrying
+
+MODEL_FORMAT = "pyfunc-seller/1"
+"""``model_format`` tag of a version whose source is a loadable model (older versions pointed at
+the seller record alone and are superseded by one with this tag)."""
+READ_ALIAS = "read"
+"""Alias of the version an arm is evaluated with (``models:/<name>@read``)."""
+_DESCRIPTION = ("Seller arm evaluated by the study; each version is one selected checkpoint logged as an MLflow "
+                "pyfunc model: `mlflow.pyfunc.load_model('models:/<name>@read').predict(views)`.")
 
 SELLER_ARTIFACTS = "seller"
 """Artifact folder of an evaluation run holding the seller record a model version points at."""
@@ -21,24 +29,45 @@ def registered_model_name(study: str, arm: str) -> str:
     return f"{prefix.replace('/', '.')}.{study}.{arm}"
 
 
-def register_seller(client: Any, name: str, run_id: str, tags: Mapping[str, str]) -> str:
-    """The version of registered model ``name`` for this seller record (``tags['seller_sha256']``),
-    created once: the same seller evaluated again adds no version."""
+def _registered_model(client: Any, name: str, description: str, model_tags: Mapping[str, str]) -> dict[str, str]:
+    """Create registered model ``name`` with its description and tags, or bring them up to date;
+    return its aliases (alias -> version)."""
     from mlflow.exceptions import MlflowException
 
     try:
-        retrying(lambda: client.create_registered_model(name, description="Seller arm evaluated by the study; "
-                                                        "each version is one selected checkpoint (seller.json)."))
+        retrying(lambda: client.create_registered_model(name, tags={k: str(v) for k, v in model_tags.items()},
+                                                        description=description))
+        return {}
     except MlflowException as exc:
         if "already exists" not in str(exc).lower():
             raise
+    current = retrying(lambda: client.get_registered_model(name))
+    if current.description != description:
+        retrying(lambda: client.update_registered_model(name, description=description))
+    for key, value in model_tags.items():
+        if current.tags.get(key) != str(value):
+            retrying(lambda: client.set_registered_model_tag(name, key, str(value)))
+    return {alias: str(version) for alias, version in (current.aliases or {}).items()}
+
+
+def register_seller(client: Any, name: str, run_id: str, tags: Mapping[str, str], *, log_model: Callable[[], str],
+                    model_tags: Mapping[str, str] | None = None, aliases: Sequence[str] = (READ_ALIAS,),
+                    description: str = "") -> str:
+    """The version of registered model ``name`` for this seller record (``tags['seller_sha256']``),
+    created once with the model ``log_model()`` logs and returns the URI of: the same seller
+    evaluated again adds no version. The version gets ``aliases`` (moved from an older one)."""
+    have = _registered_model(client, name, description or _DESCRIPTION, model_tags or {})
     found = retrying(lambda: client.search_model_versions(f"name = '{name}'"))
-    for version in found:
-        if version.tags.get("seller_sha256") == tags["seller_sha256"]:
-            return str(version.version)
-    created = retrying(lambda: client.create_model_version(
-        name, source=f"runs:/{run_id}/{SELLER_ARTIFACTS}", run_id=run_id, tags={k: str(v) for k, v in tags.items()}))
-    return str(created.version)
+    match = next((v for v in found if v.tags.get("seller_sha256") == tags["seller_sha256"]
+                  and v.tags.get("model_format") == MODEL_FORMAT), None)
+    if match is None:
+        source = log_model()
+        version_tags = {**{k: str(v) for k, v in tags.items()}, "model_format": MODEL_FORMAT}
+        match = retrying(lambda: client.create_model_version(name, source=source, run_id=run_id, tags=version_tags))
+    for alias in aliases:  # (search_model_versions leaves aliases out: the model's own list has them)
+        if have.get(alias) != str(match.version):
+            retrying(lambda: client.set_registered_model_alias(name, alias, str(match.version)))
+    return str(match.version)
 
 
 def log_dataset_input(client: Any, run_id: str, path: Path, *, name: str, context: str) -> None:

@@ -17,7 +17,7 @@ from negotiation.training._checkpoint import (
 )
 from negotiation.training._config import ArmTraining, BuyerShare, RunArm, TrainConfig, TrainData, recipe_problems
 from negotiation.training._data import ScenarioMaker, TrainItem, training_items, validation_items
-from negotiation.training._grpo import clipped_surrogate, k3_kl, loo_advantages, lr_at, masked_mean
+from negotiation.training._grpo import clipped_surrogate, group_advantages, k3_kl, loo_advantages, lr_at, masked_mean
 from negotiation.training._protocol import (
     branch_checkpoint,
     final_checkpoint,
@@ -36,7 +36,7 @@ __all__ = [
     "CURVES_FILE", "DEFAULT_TRACKING_URI", "TRAINING_INFO_FILE", "VALIDATION_FILE",
     "ArmTraining", "BuyerShare", "Rollouts", "RunArm", "ScenarioMaker", "TrainConfig",
     "TrainData", "TrainItem", "TrainSummary", "TrainingInfo", "checkpoint_steps",
-    "branch_checkpoint", "clipped_surrogate", "final_checkpoint", "k3_kl", "loo_advantages", "lr_at", "masked_mean", "recipe_problems",
+    "branch_checkpoint", "clipped_surrogate", "final_checkpoint", "group_advantages", "k3_kl", "loo_advantages", "lr_at", "masked_mean", "recipe_problems",
     "play", "read_training_info", "train_arm", "train_config_for", "training_data", "training_env", "training_items",
     "training_runs", "tracking_uri", "validation_items", "write_checkpoint", "write_initial_policy",
 ]

@@ -21,15 +21,14 @@ from negotiation.protocol import Recipe
 __all__ = ["ArmTraining", "BuyerShare", "RunArm", "TrainConfig", "TrainData", "recipe_problems"]
 
 # Recipe choices whose other values neither trainer implements, with the value they implement.
-_IMPLEMENTED = {"normalize_rewards": True, "baseline": "leave_one_out", "schedule": "warmup_cosine",
-                "continuation_schedule": "restart", "loss_level": "token"}
+_IMPLEMENTED = {"schedule": "warmup_cosine", "continuation_schedule": "restart", "loss_level": "token"}
 
 
 def recipe_problems(recipe: Recipe, *, tokens: bool) -> list[str]:
     """``key: reason`` for every choice of ``recipe`` the trainers do not implement.
 
-    Both trainers: group-normalized leave-one-out advantages (a group of >= 3, so a rollout's
-    others have a sample standard deviation), the token-level mean, k3 KL in the loss, a
+    Both trainers: group advantages under either baseline, normalized or not (a group of >= 3,
+    so a rollout's others have a sample standard deviation), the token-level mean, k3 KL in the loss, a
     warmup-cosine schedule that a continuation restarts. The token-level trainer (``tokens``)
     also needs token caps and the front-loaded floor of App. H (a truncated episode keeps -λ).
     """

@@ -1,10 +1,13 @@
 """The GRPO estimator's pieces, each small enough to check by hand.
 
-- ``loo_advantages``: group-normalized advantages with a leave-one-out baseline, as NeMo-RL's
-  ``grpo`` estimator computes them with ``use_leave_one_out_baseline`` and
-  ``normalize_rewards``: the baseline of a rollout is the mean of the *other* rollouts of its
-  group, the scale is the sample standard deviation of those others, and a rollout whose
-  others all scored the same keeps its unscaled difference.
+- ``group_advantages``: NeMo-RL's ``grpo`` advantage estimator under its two switches,
+  ``use_leave_one_out_baseline`` (``baseline``: the mean of the *other* rollouts of the group, or
+  of the whole group) and ``normalize_rewards`` (divide by the sample standard deviation of the
+  same rollouts, + 1e-6; a rollout whose baseline rollouts all scored the same keeps its
+  unscaled difference). ``loo_advantages`` is the paper's choice (leave-one-out, normalized).
+  With leave-one-out normalization a rollout's scale is its *others'* spread, which can be tiny
+  while the rollout itself differs (three near-equal returns and one apart): its advantage is
+  then unbounded; the group's own spread bounds it by ``(G - 1) / sqrt(G)``.
 - ``k3_kl``: Schulman's k3 estimate of KL(policy || reference) per token,
   ``exp(r) - 1 - r`` with ``r = log p_ref - log p``; always >= 0.
 - ``clipped_surrogate``: PPO's clipped objective per token, as a loss (negated).
@@ -23,30 +26,43 @@ ZERO_STD = 1e-9  # a deviation below this is rounding of identical rewards, not 
 MAX_GRAD_NORM = 1.0  # global gradient-norm clip: NeMo-RL's policy.max_grad_norm (the protocol states none)
 
 
-def loo_advantages(rewards: np.ndarray) -> np.ndarray:
-    """Leave-one-out, std-normalized advantages.
+def group_advantages(rewards: np.ndarray, *, baseline: str = "leave_one_out", normalize: bool = True) -> np.ndarray:
+    """Group-relative advantages.
 
     Args:
-        rewards: ``(n_groups, group_size)`` episode returns; ``group_size >= 3`` so the others
-            of a rollout have a sample standard deviation.
+        rewards: ``(n_groups, group_size)`` episode returns (``group_size >= 3``).
+        baseline: ``leave_one_out`` (each rollout against the mean of its others) or
+            ``group_mean`` (against the group's mean, itself included).
+        normalize: divide by the sample (``ddof=1``) standard deviation of the baseline's rollouts
+            + 1e-6, except where it is 0 up to rounding (``ZERO_STD``): there the plain difference.
 
     Returns:
-        ``(n_groups, group_size)``: ``(r_i - mean_{j!=i} r_j) / (std_{j!=i} r_j + 1e-6)``, with
-        ``std`` the sample (``ddof=1``) deviation of the others; where that deviation is 0 (up
-        to rounding, ``ZERO_STD``) the advantage is the plain difference.
+        ``(n_groups, group_size)`` advantages.
     """
     r = np.asarray(rewards, dtype=np.float64)
     if r.ndim != 2 or r.shape[1] < 3:
         raise ValueError(f"rewards must be (n_groups, group_size >= 3), got shape {r.shape}")
+    if baseline not in ("leave_one_out", "group_mean"):
+        raise ValueError(f"baseline must be leave_one_out or group_mean, got {baseline!r}")
     g = r.shape[1]
-    others = ~np.eye(g, dtype=bool)  # others[i, j]: rollout j is one of rollout i's others
-    mean_others = (r.sum(1, keepdims=True) - r) / (g - 1)
+    # counted[i, j]: rollout j enters rollout i's baseline and scale
+    counted = ~np.eye(g, dtype=bool) if baseline == "leave_one_out" else np.ones((g, g), dtype=bool)
+    n = counted.sum(1)
+    base = (r[:, None, :] * counted).sum(-1) / n
+    diff = r - base
+    if not normalize:
+        return diff
     # Deviations taken explicitly (not sum-of-squares minus square of sum): identical rewards
     # then give a zero deviation instead of cancellation noise.
-    dev = r[:, None, :] - mean_others[:, :, None]
-    std_others = np.sqrt((dev ** 2 * others).sum(-1) / (g - 2))
-    diff = r - mean_others
-    return np.where(std_others > ZERO_STD, diff / (std_others + STD_EPS), diff)
+    dev = r[:, None, :] - base[:, :, None]
+    std = np.sqrt((dev ** 2 * counted).sum(-1) / (n - 1))
+    return np.where(std > ZERO_STD, diff / (std + STD_EPS), diff)
+
+
+def loo_advantages(rewards: np.ndarray) -> np.ndarray:
+    """The paper's advantages: ``group_advantages`` with a leave-one-out baseline, normalized:
+    ``(r_i - mean_{j!=i} r_j) / (std_{j!=i} r_j + 1e-6)``."""
+    return group_advantages(rewards, baseline="leave_one_out", normalize=True)
 
 
 def k3_kl(logp: torch.Tensor, logp_ref: torch.Tensor, clamp: float = 20.0) -> torch.Tensor:

@@ -36,7 +36,7 @@ from negotiation.env import EnvConfig
 from negotiation.training._adamw import PlainAdamW
 from negotiation.training._config import TrainConfig
 from negotiation.training._data import ScenarioMaker, TrainItem, training_items, validation_items
-from negotiation.training._grpo import MAX_GRAD_NORM, clipped_surrogate, k3_kl, loo_advantages, masked_mean
+from negotiation.training._grpo import MAX_GRAD_NORM, clipped_surrogate, group_advantages, k3_kl, masked_mean
 from negotiation.training._rollout import Rollouts, play
 from negotiation.training._run import (
     CURVES_FILE, VALIDATION_FILE, RunLedger, TrainSummary, run_steps, run_tracker, run_training, save_step,
@@ -167,7 +167,8 @@ def _loop(st: _State, cfg: TrainConfig, env: EnvConfig, run_dir: Path, tracker: 
         ledger.consumed += per_step
         seeds = ledger.rng.integers(0, 2**31 - 1, size=(per_step, recipe.group_size))
         ro = play(st.policy, spec, _jobs(items, seeds, maker), env, shards)
-        adv = loo_advantages(ro.rewards.reshape(per_step, recipe.group_size)).reshape(-1)
+        adv = group_advantages(ro.rewards.reshape(per_step, recipe.group_size), baseline=recipe.baseline,
+                               normalize=recipe.normalize_rewards).reshape(-1)
         return {**_episode_stats(ro), **_grpo_update(st, ro, adv, cfg, lr)}
 
     run_steps(ledger, arm, recipe, tracker, validate=lambda: _validate(st, val_items, maker, env, spec, shards),

@@ -22,7 +22,7 @@ from tests.evaluation.helpers import DEMO, FAST_RETRY, standin
 from negotiation.agents import RateLimit, configure_rate_limits
 from negotiation.agents._llm_vllm import ServeSettings
 from negotiation.evaluation import (ExecutionBackend, RunOptions, agent_factory, build_cell, evaluate_arm,
-                                    evaluate_cell)
+                                    evaluate_cell, start_ray, stop_ray)
 from negotiation.study import load_study, protocol_hash
 
 ray = pytest.importorskip("ray")
@@ -36,9 +36,9 @@ ARM = "ref_boulware"
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import the tests
-    ray.init(num_cpus=2, num_gpus=GPUS, include_dashboard=False, log_to_driver=False)
+    start_ray(num_cpus=2, num_gpus=GPUS)
     yield
-    ray.shutdown()
+    stop_ray()
 
 
 def hashes(out: Path) -> dict[str, str]:

@@ -56,7 +56,7 @@ def test_each_arm_is_a_registered_model_with_its_seller_and_scenarios_as_input(t
 
     client = MlflowClient()
     (version,) = client.search_model_versions("name = 'lab-a.demo.ref_boulware'")
-    assert version.run_id == logged["run_id"] and version.source == f"runs:/{logged['run_id']}/seller"
+    assert version.run_id == logged["run_id"] and version.source == f"runs:/{logged['run_id']}/model"
     assert version.tags["dvc_path"].endswith("select/ref_boulware/seller.json")
     assert version.tags["protocol_hash"] and version.tags["checkpoint_sha256"].startswith("none")
     assert "seller/seller.json" in [a.path for a in client.list_artifacts(logged["run_id"], "seller")]
@@ -70,7 +70,7 @@ def test_each_arm_is_a_registered_model_with_its_seller_and_scenarios_as_input(t
 def test_recorded_training_runs_are_logged_once_parents_first(tmp_path, monkeypatch):
     """The demo's train@ stages record their MLflow runs; track logs each once per record, a
     continuation tagged with its parent's run id."""
-    from negotiation.tracking import RECORD_FILE, RecordingTracker
+    from negotiation.tracking import RECORD_FILE, TIMES_FILE, RecordingTracker
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     layout = ResultsLayout(tmp_path / "outputs/demo")
@@ -78,6 +78,7 @@ def test_recorded_training_runs_are_logged_once_parents_first(tmp_path, monkeypa
         tracker = RecordingTracker(layout.train(run) / RECORD_FILE, run, {"recipe.group_size": "8"},
                                    {"arm": run, "phase": "training", "parent_run": "", "parent_arm": parent})
         tracker.log_step(1, {"train/reward": 0.25})
+        tracker.start_ms -= 60_000  # a minute of training
         tracker.finish()
     first = run_track("demo", layout.dir)["training_runs"]
     assert sorted(first) == ["w64_shared_cont", "w64_shared_init"]
@@ -93,3 +94,7 @@ def test_recorded_training_runs_are_logged_once_parents_first(tmp_path, monkeypa
     assert child.data.tags["parent_run"] == parent.info.run_id == first["w64_shared_init"]["run_id"]
     assert child.data.tags["dvc_stage"] == "train@w64_shared_cont" and child.data.metrics["train/reward"] == 0.25
     assert child.data.params["recipe.group_size"] == "8" and child.info.status == "FINISHED"
+    times = json.loads((layout.train("w64_shared_cont") / TIMES_FILE).read_text())  # the training's own clock
+    assert (child.info.start_time, child.info.end_time) == (times["start_ms"], times["end_ms"])
+    (metric,) = client.get_metric_history(child.info.run_id, "train/reward")
+    assert metric.timestamp == times["step_ms"]["1"]

@@ -36,8 +36,10 @@ def test_a_task_becomes_the_recipe_with_its_overrides_and_nothing_else(tmp_path)
     assert [b.spec for b in cfg.protocol.buyers.training] == ["scripted:fixed?target=0&readable=1"]
     assert cfg.reward == "eq1" and cfg.arm.steps == task.cpu.steps
     assert cfg.protocol.environment == protocol.environment and cfg.protocol.sizes == protocol.sizes
+    assert t.normalize_rewards is False and protocol.training.normalize_rewards is True  # the cpu budget's estimator
     gpu = task_train_config(protocol, "opening", task, task.gpu, task.gpu.sizes[0], base=tmp_path)
     assert gpu.run_protocol.training.learning_rate == task.gpu.learning_rate  # the gpu_training section
+    assert gpu.run_protocol.gpu_training.normalize_rewards is True  # no override: the recipe's
 
 
 def _copy(tmp_path: Path, old: str, new: str) -> Path:

@@ -1,11 +1,12 @@
 """The MLflow UI over a demo store, in headless Chromium: the study's experiment lists a
 training run whose ``train/kl_penalty`` chart renders, and the Model Registry shows an evaluated
-arm's registered model. The screenshot is kept under
+arm's registered model with its ``@read`` alias. The screenshot is kept under
 ``test-artifacts/`` for a reader to look at."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -55,10 +56,12 @@ def test_training_run_shows_its_kl_penalty_chart(mlflow_server, store, chromium,
         page.wait_for_timeout(2000)  # let the chart draw before the screenshot
         shot = artifacts / "mlflow-ui-kl-penalty.png"
         page.screenshot(path=str(shot), full_page=True)
-        # The Model Registry: the evaluated arm is a registered model whose version 1 is its seller.
+        # The Model Registry: the evaluated arm is a registered model whose version 1 is its seller,
+        # aliased @read (the version the arm is evaluated with).
         model = registered_model_name("demo", "ref_boulware")
         page.goto(f"{server}/#/models/{model}")
         page.get_by_text("Version 1").first.wait_for(timeout=60_000)
+        page.get_by_text(re.compile(r"@\s*read")).first.wait_for(timeout=60_000)
         page.screenshot(path=str(artifacts / "mlflow-ui-registered-model.png"), full_page=True)
         browser.close()
     assert shot.stat().st_size > 10_000

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from negotiation.training import clipped_surrogate, k3_kl, loo_advantages, lr_at, masked_mean
+from negotiation.training import clipped_surrogate, group_advantages, k3_kl, loo_advantages, lr_at, masked_mean
 
 EPS = 1e-6
 
@@ -53,6 +53,42 @@ def test_loo_advantages_shift_invariant_and_signed(rewards, shift):
     others_mean = (rewards.sum(1, keepdims=True) - rewards) / (rewards.shape[1] - 1)
     gap = rewards - others_mean
     assert np.all(adv[gap > 1e-9] > 0) and np.all(adv[gap < -1e-9] < 0)
+
+
+def _advantages_by_loop(rewards: np.ndarray, baseline: str, normalize: bool) -> np.ndarray:
+    """The plain reference: per rollout, its baseline rollouts, their mean and sample std."""
+    out = np.zeros_like(rewards)
+    for g, row in enumerate(rewards):
+        for i, r in enumerate(row):
+            pool = [x for j, x in enumerate(row) if j != i] if baseline == "leave_one_out" else list(row)
+            mean = sum(pool) / len(pool)
+            std = math.sqrt(sum((x - mean) ** 2 for x in pool) / (len(pool) - 1))
+            out[g, i] = (r - mean) / (std + EPS) if normalize and std > 1e-9 else r - mean
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(arrays(np.float64, (3, 4), elements=st.integers(-20, 20).map(lambda k: k / 10)),
+       st.sampled_from(["leave_one_out", "group_mean"]), st.booleans())
+def test_group_advantages_match_the_plain_loop(rewards, baseline, normalize):
+    np.testing.assert_allclose(group_advantages(rewards, baseline=baseline, normalize=normalize),
+                               _advantages_by_loop(rewards, baseline, normalize), atol=1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(arrays(np.float64, (2, 4), elements=st.floats(-1, 1)))
+def test_group_mean_normalized_advantages_are_bounded_where_leave_one_out_ones_are_not(rewards):
+    g = rewards.shape[1]
+    assert np.all(np.abs(group_advantages(rewards, baseline="group_mean")) <= (g - 1) / math.sqrt(g) + 1e-9)
+    assert np.all(np.abs(group_advantages(rewards, normalize=False)) <= 2.0 + 1e-12)
+
+
+def test_leave_one_out_scale_blows_up_when_the_others_nearly_tie():
+    # what the CPU opening task showed (|advantage| mean 4,712 in a step): three returns 1e-5 apart
+    # and one 0.5 above them; the group's own spread keeps it at (G - 1) / sqrt(G) = 1.5
+    rewards = np.array([[0.5, -0.3, -0.3 + 1e-5, -0.3 - 1e-5]])
+    assert loo_advantages(rewards)[0, 0] > 5e4
+    assert group_advantages(rewards, baseline="group_mean")[0, 0] == pytest.approx(1.5, abs=1e-4)
 
 
 def test_k3_kl_by_hand():

@@ -70,16 +70,21 @@ def test_recipes_the_trainers_do_not_implement_are_refused(study):
     assert recipe_problems(t, tokens=True) == [
         "reward_plumbing: the trainers implement 'front_loaded_floor', got 'terminal'",
         "sequences: a language-model run needs token caps, got null"]
-    other = t.model_copy(update={"baseline": "group_mean", "group_size": 2,
+    # both baselines, normalized or not, are implemented (group_advantages)
+    assert recipe_problems(t.model_copy(update={"baseline": "group_mean", "normalize_rewards": False}),
+                           tokens=False) == []
+    other = t.model_copy(update={"continuation_schedule": "resume", "group_size": 2,
                                  "kl": t.kl.model_copy(update={"applied_to": "reward"})})
-    assert [p.split(":")[0] for p in recipe_problems(other, tokens=False)] == ["baseline", "group_size", "kl"]
+    assert [p.split(":")[0] for p in recipe_problems(other, tokens=False)] == ["continuation_schedule", "group_size",
+                                                                               "kl"]
     run = training_runs(study)[0]
     bad = dataclasses.replace(study, protocol=study.protocol.model_copy(update={"training": other}))
-    with pytest.raises(ConfigError, match=r"protocol/demo/protocol.yaml:training.baseline: the trainers implement"):
+    with pytest.raises(ConfigError, match=r"protocol/demo/protocol.yaml:training.continuation_schedule: the trainers "
+                                          r"implement"):
         train_config_for(bad, run)
-    with pytest.raises(ValidationError, match="training.baseline"):
+    with pytest.raises(ValidationError, match="training.continuation_schedule"):
         cfg = train_config_for(study, run)
-        TrainConfig(recipe=t.model_copy(update={"baseline": "group_mean"}), data=cfg.data, arm=cfg.arm)
+        TrainConfig(recipe=t.model_copy(update={"continuation_schedule": "resume"}), data=cfg.data, arm=cfg.arm)
 
 
 def test_training_env_reads_the_training_phase(study):

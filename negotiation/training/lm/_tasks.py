@@ -41,6 +41,7 @@ def _task_recipe(protocol: Protocol, task: LearningTask, budget: LearningBudget,
         "rollout_turns": task.rollout_turns or base.rollout_turns,
         "warmup_steps": base.warmup_steps if task.warmup_steps is None else task.warmup_steps,
         "validation_scenarios": task.validation_scenarios or base.validation_scenarios,
+        "normalize_rewards": base.normalize_rewards if budget.normalize_rewards is None else budget.normalize_rewards,
         # one run, validated and saved at its start and end only: the task reads the curves
         "initial_steps": steps, "combined_steps": steps + 1, "validation_every": steps, "checkpoint_every": steps,
         "read_points": {},

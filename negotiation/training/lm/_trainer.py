@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from negotiation.training._grpo import MAX_GRAD_NORM, loo_advantages
+from negotiation.training._grpo import MAX_GRAD_NORM, group_advantages
 from negotiation.training._checkpoint import step_dir
 from negotiation.training._run import (
     CURVES_FILE, VALIDATION_FILE, RunLedger, TrainSummary, run_steps, run_tracker, run_training, save_step,
@@ -150,7 +150,7 @@ def _sampler_logprobs(ep: TokenEpisodes, keep: list[int]) -> list[list[float]] |
 def _update(st: _State, cfg: LmTrainConfig, ep: TokenEpisodes, lr: float) -> dict[str, float]:
     t = cfg.run_protocol.training
     returns = ep.returns.reshape(t.scenarios_per_step, t.group_size)
-    adv = loo_advantages(returns).reshape(-1)
+    adv = group_advantages(returns, baseline=t.baseline, normalize=t.normalize_rewards).reshape(-1)
     keep = [i for i in range(len(ep.ids)) if ep.trainable[i]]
     batch = TokenBatch([ep.ids[i] for i in keep], [ep.gen_mask[i] for i in keep], [float(adv[i]) for i in keep],
                        _sampler_logprobs(ep, keep))
