@@ -18,21 +18,22 @@ from negotiation.analysis import (
     write_analysis, write_report,
 )
 from negotiation.errors import NegotiationError
+from negotiation.pipeline._plan import build_plan, results_profile
 from negotiation.study import ResultsLayout, Study, load_study, load_token_prices, protocol_hash, study_guard_rules
 from negotiation.registry import Registry, effective_protocol, load_registry, run_audit
 from negotiation.tracking import MlflowTracker, experiment_name, git_commit
 
 
-def _planned(study: str, arms: list[str] | None) -> Study:
+def _planned(study: str, arms: list[str] | None, results_dir: Path) -> Study:
     """The study with the arms these stages read: ``arms`` when given (``scoped``), else every arm
-    the DVC plan builds, i.e. all but the GPU profile's (``Study.gpu_profile_arms``), whose tables come
-    from ``scripts/gpu_profile.py`` and are analysed by its ``analyze`` with the arms it names.
-    Without that rule a fresh ``dvc repro`` of the ``lm`` study stopped at validate, waiting for
-    tables no stage of it writes."""
+    the plan of the profile whose results folder ``results_dir`` is builds (``results_profile``):
+    the CPU profile's in ``outputs/<study>``, the GPU profile's and the reference sellers in
+    ``outputs/<study>-gpu``. Without that rule a fresh ``dvc repro pipelines/lm/dvc.yaml`` stopped
+    at validate, waiting for tables no stage of it writes."""
     loaded = load_study(study)
-    if arms is None:
-        gpu_only = loaded.gpu_profile_arms()
-        arms = [name for name in loaded.arms if name not in gpu_only] if gpu_only else None
+    if arms is None and loaded.gpu_profile_arms():
+        profile = results_profile(loaded, Path(results_dir))
+        arms = list(build_plan(loaded, profile=profile)["plan"]["arms"])
     return scoped(loaded, arms)
 
 
@@ -75,13 +76,13 @@ def registry_inputs(study: Study, results_dir: Path | None = None) -> RegistryIn
 def run_validate(study: str, results_dir: Path, *, arms: list[str] | None = None) -> dict[str, Any]:
     """Validate every planned arm's episode table (``arms``: those arms only, see ``_planned``);
     the report is written whether or not it passes."""
-    report = validate_results(_planned(study, arms), Path(results_dir).resolve())  # GE: absolute paths
+    report = validate_results(_planned(study, arms, results_dir), Path(results_dir).resolve())  # GE: absolute paths
     return json.loads(report.model_dump_json())
 
 
 def _analysis(study: str, results_dir: Path, seed: int, resamples: int | None,
               arms: list[str] | None = None) -> tuple[Any, Any, Any]:
-    loaded = _planned(study, arms)
+    loaded = _planned(study, arms, results_dir)
     validation = require_validated(loaded, Path(results_dir))
     episodes, turns = load_tables(Path(results_dir), loaded.arms)
     settings = bootstrap_settings(loaded.protocol, seed=seed, resamples=resamples)

@@ -28,13 +28,53 @@ HEADER = ("# GENERATED from the top-level dvc.yaml by `nego pipeline plan {study
           "# --dry for the plan). Do not edit; CI checks it with `nego pipeline plan {study} --check`.\n")
 
 
-def study_pipeline_path(study: str, root: Path) -> Path:
+GPU_HEADER = ("# GENERATED from the top-level dvc.yaml by `nego pipeline plan {study}`: the {study} study's GPU\n"
+              "# profile (pipelines/plans/{study}-gpu.yaml, results in outputs/{study}-gpu). `dvc repro` never runs\n"
+              "# it unless named: its device stages run on a GPU machine without DVC and come home to be\n"
+              "# committed (docs/pipeline.md, \"GPU stages\"). Do not edit; CI checks it with `nego pipeline plan {study} --check`.\n")
+DEVICE_STAGES = ("scenarios", "tokenizer", "init", "train", "select", "pilot", "evaluate")
+"""The GPU profile's stages run on the GPU machine (``python scripts/gpu_profile.py run``); the
+others (track, validate, analyze, report, audit) need MLflow, great-expectations or the report's
+plotting and run here with ``dvc repro`` once the device stages' outputs are committed."""
+PERSIST = ("init", "train")
+"""GPU-profile stages whose outputs cost GPU hours: ``persist: true`` (a rerun never deletes them,
+and the stage refuses to overwrite a finished one); pilot and evaluate persist in every profile."""
+_DEVICE_DESC = "GPU machine: scripts/gpu_profile.py run; here: gpu_profile.py commit (docs/pipeline.md)"
+_HOME_DESC = "here, after gpu_profile.py commit: dvc repro pipelines/{study}/gpu/dvc.yaml (docs/pipeline.md)"
+
+
+def study_pipeline_path(study: str, root: Path, profile: str = "cpu") -> Path:
+    if profile == "gpu":
+        return Path(root) / f"pipelines/{study}/gpu/{TOP_LEVEL}"
     return Path(root) / (TOP_LEVEL if study == DEFAULT_STUDY else f"pipelines/{study}/{TOP_LEVEL}")
 
 
-def _rebase_stage(stage: dict[str, Any]) -> None:
+def _rebase_stage(stage: dict[str, Any], wdir: str = "../..") -> None:
     body = stage["do"] if "foreach" in stage else stage
-    body["wdir"] = "../.."
+    body["wdir"] = wdir
+
+
+def _replaced(node: Any, old: str, new: str) -> Any:
+    """``node`` (a YAML tree) with ``old`` replaced by ``new`` in every key and string."""
+    if isinstance(node, dict):
+        return {_replaced(k, old, new): _replaced(v, old, new) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_replaced(v, old, new) for v in node]
+    return node.replace(old, new) if isinstance(node, str) else node
+
+
+def _gpu_profile(graph: dict[str, Any], study: str) -> dict[str, Any]:
+    """The study graph as the GPU profile's: its own metrics folder and plan file, the costly
+    outputs persisted, and each stage's ``desc`` saying where it runs."""
+    graph = _replaced(graph, "metrics/${plan.study}/", "metrics/${plan.study}-gpu/")
+    graph = _replaced(graph, "pipelines/plans/${plan.study}.yaml", "pipelines/plans/${plan.study}-gpu.yaml")
+    for name, stage in graph["stages"].items():
+        body = stage["do"] if "foreach" in stage else stage
+        if name in PERSIST:
+            body["outs"] = [{out: {"persist": True}} if i == 0 else out for i, out in enumerate(body["outs"])]
+        desc = (_DEVICE_DESC if name in DEVICE_STAGES else _HOME_DESC).format(study=study)
+        stage.update({"desc": desc}) if "foreach" not in stage else body.update({"desc": desc})
+    return graph
 
 
 # What a study with a language-model ladder (protocol ``tokenizer`` section) adds to the graph:
@@ -67,25 +107,30 @@ def _undeclare_metrics(stage: dict[str, Any]) -> None:
     body.setdefault("outs", []).extend(body.pop("metrics", []))
 
 
-def derive_study_pipeline(study: str, root: Path) -> str:
-    """The text of ``pipelines/<study>/dvc.yaml`` derived from the top-level one."""
+def derive_study_pipeline(study: str, root: Path, profile: str = "cpu") -> str:
+    """The text of ``pipelines/<study>/dvc.yaml`` (``profile`` gpu: ``pipelines/<study>/gpu/dvc.yaml``)
+    derived from the top-level one."""
     from negotiation.study import load_study
 
+    gpu = profile == "gpu"
     graph = yaml.safe_load((Path(root) / TOP_LEVEL).read_text(encoding="utf-8"))
     graph = copy.deepcopy(graph)
-    graph["vars"] = [f"../plans/{study}.yaml", "../../params.yaml"]
+    up = "../../.." if gpu else "../.."
+    graph["vars"] = [f"../../plans/{study}-gpu.yaml" if gpu else f"../plans/{study}.yaml", f"{up}/params.yaml"]
     if load_study(study, root).protocol.tokenizer is not None:
         _add_ladder(graph)
     set_code_deps(graph, root)
+    if gpu:
+        graph = _gpu_profile(graph, study)
     for stage in graph["stages"].values():
-        _rebase_stage(stage)
+        _rebase_stage(stage, up)
         _undeclare_metrics(stage)
     # DVC collects the metrics and plots of every dvc.yaml in the repository; declaring this study's
     # (absent until it runs) would make `dvc metrics show` / `dvc plots show` of the demo
     # report "failed to load". They stay outputs; show them with an explicit path (docs/pipeline.md).
     graph.pop("plots", None)
     body = yaml.safe_dump(graph, sort_keys=False, default_flow_style=False, width=110)
-    return HEADER.format(study=study) + body
+    return (GPU_HEADER if gpu else HEADER).format(study=study) + body
 
 
 # --- code deps: derived from each stage's entry script (negotiation.pipeline._deps) -------------

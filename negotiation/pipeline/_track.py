@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from negotiation.pipeline._evaluate import log_evaluation_run
-from negotiation.pipeline._plan import build_plan
+from negotiation.pipeline._plan import build_plan, results_profile
 from negotiation.study import ResultsLayout, Study, load_study, protocol_hash
 from negotiation.tracking import (
     READ_ALIAS, RECORD_FILE, describe_experiment, experiment_description, experiment_id, experiment_name,
@@ -127,7 +127,7 @@ def run_track(study: str, results_dir: Path) -> dict[str, Any]:
     layout = ResultsLayout(Path(results_dir))
     client = _client()
     loaded = load_study(study)
-    plan = build_plan(loaded)["plan"]
+    plan = build_plan(loaded, profile=results_profile(loaded, Path(results_dir)))["plan"]
     describe_experiment(client, experiment_id(client, experiment_name(study)), experiment_description(study))
     training = _log_training(client, study, layout, plan["runs"])
     logged = _logged(client, study)

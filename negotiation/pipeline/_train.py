@@ -18,7 +18,7 @@ import yaml
 
 from negotiation.errors import ConfigError, NegotiationError
 from negotiation.pipeline._progress import StageProgress
-from negotiation.pipeline._plan import build_plan
+from negotiation.pipeline._plan import profile_plan
 from negotiation.pipeline._stage import PARAMS_FILE, runtime_count, runtime_knob
 from negotiation.protocol import fill_seller
 from negotiation.study import ResultsLayout, Study, load_study, protocol_hash, write_record
@@ -62,7 +62,8 @@ def run_init(study_name: str, size: str, out_dir: Path) -> Path:
     if spec.kind == "lm":
         from negotiation.ladder import write_base
 
-        tokenizer = study.layout.tokenizer
+        _refuse_finished(out_dir / "warm_start.json", out_dir)
+        tokenizer = _layout(study, size=size).tokenizer  # the size's profile's tokenizer stage
         write_base(study.protocol, size, tokenizer, out_dir)
         return out_dir
     models = os.environ.get(MODELS_ENV)
@@ -72,6 +73,19 @@ def run_init(study_name: str, size: str, out_dir: Path) -> Path:
             f"init@{size}: the base checkpoint {spec.checkpoint!r} is not on this machine; download it and "
             f"set {MODELS_ENV} to the folder holding it (looked at {local or f'${MODELS_ENV} (unset)'})")
     return _write_json(out_dir / "source.json", {"size": size, "checkpoint": str(local.resolve())})
+
+
+def _layout(study: Study, **which: str) -> ResultsLayout:
+    """The results layout of the profile that builds the given arm, run or size (``profile_plan``)."""
+    return ResultsLayout(study.root / profile_plan(study, **which)["out"])
+
+
+def _refuse_finished(marker: Path, folder: Path) -> None:
+    """A finished init or run is never overwritten: a GPU profile's outputs persist (DVC keeps them
+    when it reruns the stage), and they cost GPU hours; the user deletes the folder to rebuild it."""
+    if marker.is_file():
+        raise ConfigError(f"{folder}: holds a finished result ({marker.name}), which a rerun never overwrites; "
+                          "delete the folder to build it again")
 
 
 def training_backend(params_file: Path = PARAMS_FILE) -> str:
@@ -88,7 +102,7 @@ def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -
     """Train one run: the demo trainer for policy sizes, the token trainer for the ``lm`` ladder
     and (``training.backend: token``) the paper's sizes, else NeMo-RL."""
     study = load_study(study_name)
-    plan = build_plan(study)["plan"]
+    plan = profile_plan(study, run=run)
     info = plan["runs"][run]
     kind = study.protocol.sizes[info["size"]].kind
     branch = info["branch_step"] if info["parent"] else None  # registry continuations, else the rule
@@ -125,9 +139,9 @@ def rollout_processes() -> int:
 
 
 def _base_folder(study: Study, size: str) -> Path:
-    """The Hugging Face folder of a size's base: the ladder's init folder itself, or the local
-    checkpoint a paper size's ``init@`` recorded in ``source.json``."""
-    folder = study.layout.init(size)
+    """The Hugging Face folder of a size's base: the ladder's init folder itself (of the size's
+    profile), or the local checkpoint a paper size's ``init@`` recorded in ``source.json``."""
+    folder = _layout(study, size=size).init(size)
     source = folder / "source.json"
     if source.is_file():
         return Path(json.loads(source.read_text(encoding="utf-8"))["checkpoint"])
@@ -140,7 +154,7 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, t
     import torch
 
     from negotiation.training import branch_checkpoint
-    from negotiation.training.lm import LmRuntime, lm_train_config_for, train_lm_arm
+    from negotiation.training.lm import RESUME_FILE, TIMING_FILE, LmRuntime, lm_train_config_for, train_lm_arm
 
     owner = study.arms[info["params_key"].split(".", 1)[1]]
     parent = branch_checkpoint(study.root / info["start"], info["branch_step"]) if info["parent"] else None
@@ -152,7 +166,12 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, t
                         threads=torch.get_num_threads())
     cfg = lm_train_config_for(study, run, owner, base=_base_folder(study, info["size"]), parent=parent,
                               steps=info["steps"], runtime=runtime, protocol_hash=protocol_hash(study.name))
-    summary = train_lm_arm(cfg, out_dir, track=track)
+    # A partial run (resume.pt: a device call ran out of time) resumes; a finished one is kept. The
+    # MLflow run is recorded beside the checkpoints for the track stage (no MLflow where this runs).
+    partial = (out_dir / RESUME_FILE).is_file()
+    if not partial:
+        _refuse_finished(out_dir / TIMING_FILE, out_dir)
+    summary = train_lm_arm(cfg, out_dir, track=track, record=True, resume=partial)
     return {"run": run, "backend": "token", "checkpoints": summary.checkpoints, "val_scores": summary.val_scores,
             "seconds": summary.seconds, "mlflow_run_id": summary.mlflow_run_id}
 
@@ -222,12 +241,12 @@ def served_checkpoint(root: Path, checkpoint: str, select_dir: Path) -> str:
 def run_select(study_name: str, arm_name: str, results_dir: Path) -> dict[str, Any]:
     """Apply the read-point rule (trained arms) and write the seller every arm is evaluated with."""
     study = load_study(study_name)
-    plan = build_plan(study)["plan"]
+    plan = profile_plan(study, arm=arm_name)
     arm = study.arms[arm_name]
     layout = ResultsLayout(Path(results_dir))
     checkpoint = None
     if arm.kind == "trained":
-        run_dir = study.layout.train(arm.run)
+        run_dir = _layout(study, arm=arm_name).train(arm.run)
         # The branch is data (registry continuations, else the rule): the plan states it.
         branch = plan["arms"][arm_name]["branch_step"] if arm.parent_run else None
         record = select_checkpoint(study, arm_name, run_dir, arm=arm, parent_step=branch)

@@ -168,8 +168,8 @@ def check_contrasts(ctx: AuditContext) -> Iterator[Finding]:
     if elsewhere:
         named = ", ".join(f"{arm} - {reference}" for arm, reference in sorted(elsewhere))
         yield Finding(check="contrasts", status="skipped",
-                      evidence=f"{named}: GPU-profile arms, not evaluated under {ctx.show(ctx.layout.dir)} "
-                               "(scripts/gpu_profile.py builds them on a GPU, in their own results folder)")
+                      evidence=f"{named}: not evaluated under {ctx.show(ctx.layout.dir)} "
+                               "(the other profile's arms, built in their own results folder: docs/pipeline.md)")
     if not failures:
         yield Finding(check="contrasts", status="pass",
                       evidence=f"{len(results)} contrasts; the {len(family) - len(elsewhere)} primary ones "
@@ -177,11 +177,17 @@ def check_contrasts(ctx: AuditContext) -> Iterator[Finding]:
 
 
 def _built_elsewhere(ctx: AuditContext, missing: set[tuple[str, str]]) -> set[tuple[str, str]]:
-    """Missing primaries between GPU-profile arms none of which was evaluated in this results folder.
+    """Missing primaries between arms of the other profile, none of which was evaluated in this folder.
 
-    The DVC pipeline leaves those arms out (``Study.gpu_profile_arms``); a folder that holds any
-    of a contrast's arms must carry that contrast like any other.
+    A study with a GPU profile (``Study.gpu_profile_arms``) builds it in its own results folder
+    (``outputs/<study>-gpu``, its own DVC file): the CPU folder lacks the GPU arms' contrasts and
+    the GPU folder the CPU arms'. A folder that holds any of a contrast's arms must carry that
+    contrast like any other.
     """
     gpu = ctx.study.gpu_profile_arms() if ctx.study else set()
-    return {pair for pair in missing
-            if set(pair) <= gpu and not any(ctx.layout.evaluate(arm).exists() for arm in pair)}
+    if not gpu:
+        return set()
+    cpu = {n for n, a in ctx.study.arms.items() if n not in gpu and a.kind != "reference"}
+    groups = [gpu, cpu] if any(ctx.layout.evaluate(arm).exists() for arm in gpu) else [gpu]
+    return {pair for pair in missing if any(set(pair) <= group for group in groups)
+            and not any(ctx.layout.evaluate(arm).exists() for arm in pair)}

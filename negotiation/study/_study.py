@@ -171,8 +171,9 @@ class Study:
 
     def gpu_profile_arms(self) -> set[str]:
         """Arms of sizes whose ``profile`` is ``gpu`` (the ``lm`` ladder's GPU profile): built on one
-        GPU by ``scripts/gpu_profile.py``, not by DVC, whose plan, validate, analyze and report stages
-        leave them out; the audit requires their contrasts only of a results folder that holds them."""
+        GPU by the GPU profile's own stages (``pipelines/<study>/gpu/dvc.yaml``, results in
+        ``outputs/<study>-gpu``); the CPU profile's plan, validate, analyze and report stages leave
+        them out; the audit requires their contrasts only of a results folder that holds them."""
         sizes = {k for k, v in self.protocol.sizes.items() if getattr(v, "profile", None) == "gpu"}
         return {name for name, arm in self.arms.items() if arm.size in sizes}
 

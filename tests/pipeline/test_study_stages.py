@@ -31,19 +31,3 @@ def test_an_explicit_scope_still_names_gpu_arms(tmp_path):
     report = run_validate("lm", results, arms=chosen)
     assert report["success"], report["checks"]
     assert sorted(report["tables"]) == chosen
-
-
-def test_gpu_profile_run_refuses_an_arm_its_sizes_do_not_train(tmp_path):
-    """``gpu_profile.py run --arms`` names the arm it cannot train before any warm start runs."""
-    import subprocess
-    import sys
-
-    from negotiation.study import default_root
-
-    results = tmp_path / "r"
-    done = subprocess.run([sys.executable, "scripts/gpu_profile.py", "run", "--results", str(results), "--device", "cpu",
-                           "--sizes", "lm_xs", "--arms", "lm_m_shared"], cwd=default_root(), capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode != 0
-    assert "--arms lm_m_shared: not trained arms of the sizes lm_xs" in done.stderr
-    assert not (results / "init").exists() and not (results / "tokenizer").exists()

@@ -57,7 +57,7 @@ from negotiation.training.lm._seller import GeneratorFactory, HfSeller, load_sel
 from negotiation.training.nemo import (
     NegotiationStepLogic, NemoEnvSettings, training_scenarios, validation_scenarios,
 )
-from negotiation.tracking import NullTracker
+from negotiation.tracking import RECORD_FILE, NullTracker
 
 __all__ = ["CURVES_FILE", "TIMING_FILE", "VALIDATION_FILE", "train_lm_arm"]
 
@@ -167,19 +167,19 @@ def _validate(st: _State, cfg: LmTrainConfig) -> float:
     return float(_play(st, cfg, states, [s.seed for s in states]).scores.mean())
 
 
-def _tracker(cfg: LmTrainConfig, track: bool, parent_run: str | None) -> NullTracker:
+def _tracker(cfg: LmTrainConfig, track: bool, parent_run: str | None, record_to: Path | None = None) -> NullTracker:
     params = {"recipe": cfg.run_protocol.training.model_dump(mode="json"), "arm": cfg.arm.model_dump(mode="json"),
               "runtime": cfg.runtime.model_dump(mode="json"),
               "sampling": cfg.run_protocol.sampling.self_served_seller.model_dump(mode="json")}
     return run_tracker(cfg.arm, track=track, parent_run=parent_run, protocol_hash=cfg.protocol_hash,
-                       size=cfg.arm.size, params=params, backend="token")
+                       size=cfg.arm.size, params=params, backend="token", record_to=record_to)
 
 
 def _write_timing(st: _State, run_dir: Path) -> None:
     pd.DataFrame(st.timing).to_csv(run_dir / TIMING_FILE, index=False)
 
 
-def train_lm_arm(cfg: LmTrainConfig, run_dir: str | Path, *, track: bool = True,
+def train_lm_arm(cfg: LmTrainConfig, run_dir: str | Path, *, track: bool = True, record: bool = False,
                  generator_factory: GeneratorFactory | None = None, resume: bool = False) -> TrainSummary:
     """Train one run; write ``run_dir`` (``step_N/`` Hugging Face folders, curves, timing).
 
@@ -187,6 +187,9 @@ def train_lm_arm(cfg: LmTrainConfig, run_dir: str | Path, *, track: bool = True,
         cfg: protocol, run and machine settings.
         run_dir: output folder of the run; created if missing.
         track: log the run to MLflow (``MLFLOW_TRACKING_URI``, default ``sqlite:///mlflow.db``).
+        record: with ``track``, record the MLflow run to ``run_dir/mlflow_run.json`` (``RECORD_FILE``)
+            instead of logging it (the ``track`` stage logs it; this process never imports MLflow, so
+            the stage runs on a GPU machine without it).
         generator_factory: builds the batched sampler from the loaded seller; default the
             KV-cache generator of ``negotiation.lm``.
         resume: continue the partial run in ``run_dir`` from its ``resume.pt`` (its last
@@ -197,7 +200,8 @@ def train_lm_arm(cfg: LmTrainConfig, run_dir: str | Path, *, track: bool = True,
     resumed = check_run_folder(run_dir, cfg, resume)
     return run_training(cfg.arm, run_dir, threads=cfg.runtime.threads,
                         setup=lambda ledger: _start(cfg, ledger, generator_factory, run_dir, resumed),
-                        tracker=lambda parent_run: _tracker(cfg, track, parent_run),
+                        tracker=lambda parent_run: _tracker(cfg, track, parent_run,
+                                                            run_dir / RECORD_FILE if record else None),
                         train=lambda st, tracker: _loop(st, cfg, run_dir, tracker, resumed),
                         write=lambda st: _finish(st, run_dir))
 

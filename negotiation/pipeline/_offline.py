@@ -1,0 +1,141 @@
+"""A pipeline file's stage commands without DVC: the GPU profile's round trip.
+
+A GPU machine has torch and transformers but neither DVC nor MLflow. ``run_offline`` reads a
+``dvc.yaml`` the plan generated, fills its ``${...}`` variables from the file's ``vars`` (the plan
+and ``params.yaml``) as DVC does, and runs the chosen stages' commands, exactly as written, in the
+file's order (each stage group after the ones it reads; a run's parent before it). Each finished
+stage is entered in ``<plan.out>/stages-run.json``; a later call skips those, so a call cut short
+(a 10-minute device limit) is followed by the same call. Nothing here deletes an output: a partial
+run resumes from its ``resume.pt``, a pilot or evaluation resumes from its store.
+
+Brought home, ``commit_offline`` runs ``dvc commit -f`` on exactly the stages the ledger lists, so
+``dvc status`` of the file is clean for them and ``dvc repro`` runs only the stages left (the
+home stages: track, validate, analyze, report, audit). This module imports yaml and the standard
+library only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+LEDGER = "stages-run.json"
+_VAR = re.compile(r"\$\{([^}]+)\}")
+
+
+@dataclass(frozen=True)
+class StageCommand:
+    """One stage of a pipeline file, its variables filled: DVC's name, its group and command."""
+
+    name: str
+    group: str
+    cmd: str
+
+
+def _lookup(ctx: dict[str, Any], dotted: str) -> Any:
+    node: Any = ctx
+    for part in dotted.strip().split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(f"${{{dotted}}}: not in the pipeline file's vars")
+        node = node[part]
+    return node
+
+
+def _fill(text: str, ctx: dict[str, Any]) -> str:
+    return _VAR.sub(lambda m: str(_lookup(ctx, m.group(1))), " ".join(str(text).split()))
+
+
+def _context(pipeline_file: Path) -> dict[str, Any]:
+    graph = yaml.safe_load(pipeline_file.read_text(encoding="utf-8"))
+    ctx: dict[str, Any] = {}
+    for entry in graph.get("vars", []):
+        ctx.update(yaml.safe_load((pipeline_file.parent / entry).read_text(encoding="utf-8")) or {})
+    return {"graph": graph, "vars": ctx}
+
+
+def stage_commands(pipeline_file: str | Path) -> list[StageCommand]:
+    """Every stage of ``pipeline_file`` (foreach groups expanded) in the file's order."""
+    loaded = _context(Path(pipeline_file))
+    ctx, out = loaded["vars"], []
+    for name, stage in loaded["graph"]["stages"].items():
+        if "foreach" not in stage:
+            out.append(StageCommand(name, name, _fill(stage["cmd"], ctx)))
+            continue
+        items = _lookup(ctx, _VAR.fullmatch(stage["foreach"]).group(1))
+        for key, item in items.items():
+            out.append(StageCommand(f"{name}@{key}", name, _fill(stage["do"]["cmd"], {**ctx, "key": key, "item": item})))
+    return out
+
+
+def ledger_path(pipeline_file: str | Path, root: Path) -> Path:
+    """``<plan.out>/stages-run.json`` of the pipeline file's plan."""
+    return Path(root) / _lookup(_context(Path(pipeline_file))["vars"], "plan.out") / LEDGER
+
+
+def _read_ledger(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _chosen(commands: list[StageCommand], groups: tuple[str, ...], patterns: tuple[str, ...]) -> list[StageCommand]:
+    return [c for c in commands if c.group in groups
+            and (not patterns or any(fnmatch.fnmatchcase(c.name, p) for p in patterns))]
+
+
+def run_offline(pipeline_file: str | Path, root: Path, *, groups: tuple[str, ...], patterns: tuple[str, ...] = (),
+                dry: bool = False) -> list[str]:
+    """Run the stages of ``groups`` (those matching ``patterns`` if any) not yet in the ledger;
+    return the names run (or, ``dry``, those that would run). A failing command stops the call
+    with its exit status, naming the stage."""
+    pipeline_file, root = Path(pipeline_file), Path(root)
+    ledger_file = ledger_path(pipeline_file, root)
+    ledger, ran = _read_ledger(ledger_file), []
+    for command in _chosen(stage_commands(pipeline_file), groups, patterns):
+        if command.name in ledger:
+            continue
+        print(f"[{command.name}] {command.cmd}", file=sys.stderr, flush=True)
+        ran.append(command.name)
+        if dry:
+            continue
+        start = time.perf_counter()
+        done = subprocess.run(command.cmd, shell=True, cwd=root)
+        if done.returncode != 0:
+            raise SystemExit(f"error: stage {command.name} failed (exit {done.returncode}): {command.cmd}")
+        ledger[command.name] = {"cmd": command.cmd, "seconds": round(time.perf_counter() - start, 1),
+                                "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        ledger_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = ledger_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(ledger, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(ledger_file)
+    return ran
+
+
+def commit_command(pipeline_file: str | Path, root: Path) -> list[str]:
+    """``dvc commit -f`` of every stage the ledger lists (in the file's order), as an argv."""
+    pipeline_file = Path(pipeline_file)
+    ledger = _read_ledger(ledger_path(pipeline_file, root))
+    names = [c.name for c in stage_commands(pipeline_file) if c.name in ledger]
+    if not names:
+        raise SystemExit(f"error: {ledger_path(pipeline_file, root)}: no finished stage to commit "
+                         "(bring the GPU machine's outputs home first)")
+    return ["dvc", "commit", "-f", *(f"{pipeline_file.as_posix()}:{n}" for n in names)]
+
+
+def commit_offline(pipeline_file: str | Path, root: Path) -> int:
+    """Record the returned outputs of the ledger's stages in DVC's lock (``dvc commit -f``)."""
+    argv = commit_command(pipeline_file, root)
+    print(shlex.join(argv), file=sys.stderr, flush=True)
+    return subprocess.run(argv, cwd=root).returncode
+
+
+__all__ = ["LEDGER", "StageCommand", "commit_command", "commit_offline", "ledger_path", "run_offline",
+           "stage_commands"]

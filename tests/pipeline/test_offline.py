@@ -1,0 +1,111 @@
+"""The GPU profile's DVC stages and their round trip: run without DVC or MLflow, bring home, commit.
+
+The stand-in for a GPU stage is the GPU pipeline's own reference-seller stages (``select``,
+``pilot``, ``evaluate`` of ``ref_boulware``) and ``scenarios``: the same stage scripts, commands
+and ledger as ``init@lm_m`` or ``train@lm_m_shared``, at seconds of CPU."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from negotiation.pipeline import DEVICE_STAGES, build_plan, commit_command, stage_commands
+from negotiation.study import default_root, load_study
+from tests.pipeline.dvc_checkout import checkout_copy, dvc, stage_env
+
+ROOT = default_root()
+GPU_FILE = Path("pipelines/lm/gpu/dvc.yaml")
+BLOCKER = """import sys
+class _Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("mlflow", "dvc"):
+            raise ImportError(f"No module named {name!r} (blocked: the GPU machine has none)")
+sys.meta_path.insert(0, _Absent())
+"""
+
+
+def _script(cmd: str) -> str:
+    return cmd.split()[1]
+
+
+def test_gpu_profile_stages_are_the_cpu_profiles_stage_scripts_over_their_own_folder():
+    gpu = stage_commands(ROOT / GPU_FILE)
+    cpu = stage_commands(ROOT / "pipelines/lm/dvc.yaml")
+    assert {_script(c.cmd) for c in gpu} == {_script(c.cmd) for c in cpu}
+    study = load_study("lm")
+    names = {c.name for c in gpu}
+    assert {f"train@{study.arms[a].run}" for a in study.gpu_profile_arms() if study.arms[a].kind == "trained"} <= names
+    assert {f"evaluate@{a}" for a in study.gpu_profile_arms()} <= names
+    assert all("outputs/lm-gpu" in c.cmd for c in gpu if c.group in DEVICE_STAGES)
+    plan = build_plan(study, profile="gpu")["plan"]
+    assert set(plan["arms"]) == study.gpu_profile_arms() | {"ref_boulware", "ref_conceder"}
+    assert plan["runs"]["lm_m_shared"]["steps"] == study.protocol.gpu_training.initial_steps
+
+
+def test_gpu_outputs_that_cost_gpu_hours_persist():
+    graph = yaml.safe_load((ROOT / GPU_FILE).read_text(encoding="utf-8"))
+    for group in ("init", "train", "pilot", "evaluate"):
+        outs = graph["stages"][group]["do"]["outs"]
+        persisted = [o for o in outs if isinstance(o, dict) and any(v.get("persist") for v in o.values())]
+        assert persisted, group
+
+
+def test_fresh_clone_lists_the_gpu_stages_and_cpu_repro_never_reaches_them(tmp_path):
+    repo = checkout_copy(tmp_path / "clone")
+    status = dvc(["status", str(GPU_FILE)], repo)
+    assert status.returncode == 0, status.stderr
+    assert "pipelines/lm/gpu/dvc.yaml:train@lm_m_shared" in status.stdout
+    listed = dvc(["stage", "list", str(GPU_FILE)], repo, COLUMNS="300")
+    assert "scripts/gpu_profile.py run" in listed.stdout
+    # What `dvc repro pipelines/lm/dvc.yaml` would run: its stages and everything upstream of them.
+    from dvc.repo import Repo
+    from dvc.repo.reproduce import get_active_graph, plan_repro
+
+    with Repo(str(repo)) as dvc_repo:
+        graph = get_active_graph(dvc_repo.index.graph)
+        lm = [s for s in graph if Path(s.path) == repo / "pipelines/lm/dvc.yaml"]
+        planned = plan_repro(graph, lm)
+    files = {Path(s.path).relative_to(repo).as_posix() for s in planned}
+    assert files == {"pipelines/lm/dvc.yaml"}
+    assert "evaluate@lm_xs_base" in {s.name for s in planned}
+
+
+@pytest.mark.slow
+def test_round_trip_without_dvc_or_mlflow_then_commit_leaves_dvc_status_clean(tmp_path):
+    repo = checkout_copy(tmp_path / "clone")
+    blocker = tmp_path / "gpu-machine"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCKER, encoding="utf-8")
+    gpu_env = {**stage_env(repo), "PYTHONPATH": f"{blocker}{os.pathsep}{repo}"}
+    gpu_env.pop("MLFLOW_TRACKING_URI")
+    probe = subprocess.run([sys.executable, "-c", "import mlflow"], env=gpu_env, capture_output=True, text=True)
+    assert "blocked" in probe.stderr
+    # On the GPU machine: the stand-in's device stages, no DVC, no MLflow.
+    run = [sys.executable, "scripts/gpu_profile.py", "run", "--stages", "scenarios", "*@ref_boulware"]
+    done = subprocess.run(run, cwd=repo, env=gpu_env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ran 4 stage(s)" in done.stderr
+    episodes = repo / "outputs/lm-gpu/evaluate/ref_boulware/episodes.parquet"
+    stamp = episodes.stat().st_mtime_ns
+    # A second call skips what the ledger holds.
+    again = subprocess.run(run, cwd=repo, env=gpu_env, capture_output=True, text=True, timeout=600)
+    assert "ran 0 stage(s)" in again.stderr
+    # Home: commit what came back; status is clean and repro reruns nothing.
+    targets = commit_command(repo / GPU_FILE, repo)[3:]
+    assert [t.split(":")[-1] for t in targets] == ["scenarios", "select@ref_boulware", "pilot@ref_boulware",
+                                                    "evaluate@ref_boulware"]
+    commit = subprocess.run([sys.executable, "scripts/gpu_profile.py", "commit"], cwd=repo, env=stage_env(repo),
+                            capture_output=True, text=True, timeout=600)
+    assert commit.returncode == 0, commit.stderr[-3000:]
+    rel = [str(Path(t).relative_to(repo)) if t.startswith("/") else t for t in targets]
+    status = dvc(["status", *rel], repo)
+    assert status.returncode == 0 and "up to date" in status.stdout, status.stdout
+    repro = dvc(["repro", *rel], repo)
+    assert repro.returncode == 0, repro.stderr
+    assert "Running stage" not in repro.stdout
+    assert episodes.stat().st_mtime_ns == stamp
