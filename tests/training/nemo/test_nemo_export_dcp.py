@@ -7,7 +7,7 @@ file. NeMo-RL itself is not installed here: its ``convert_dcp_to_hf`` is replace
 reads the path it is handed with torch's own ``dcp_to_torch_save`` and writes the tensors as an HF
 folder, which checks the contract (the converter gets a DCP checkpoint holding the model's weights
 and the saved model name) but not NeMo-RL's key mapping, Gemma 4's config or vLLM loading the result
-(docs/training.md, "What the export tests do not cover").
+(docs/nemo-rl.md, "What the export tests do not cover").
 """
 
 from __future__ import annotations
