@@ -45,7 +45,13 @@ from negotiation.agents._llm_settings import (
     turn_seed,
 )
 from negotiation.agents._llm_secrets import forbid_inline_secrets, register_secret_env
-from negotiation.agents._llm_transport import CallFailure, HttpTransport, LitellmTransport
+from negotiation.agents._llm_transport import (
+    CONTEXT_OVERFLOW,
+    CallFailure,
+    HttpTransport,
+    LitellmTransport,
+    is_context_overflow,
+)
 from negotiation.agents._spec import AgentSpec
 from negotiation.env import PROMPT_TEMPLATES, Reply, Role, View, render_messages
 from negotiation.errors import ConfigError
@@ -87,6 +93,8 @@ class LLMAgent:
         """Fallback when the provider refuses a parameter: drop it, record it, repeat the call."""
         if failure.transient or failure.status not in (400, 422, None) or failure.error_class == "Timeout":
             return False
+        if failure.error_class == CONTEXT_OVERFLOW or is_context_overflow(failure.message):
+            return False  # names max_tokens, but no parameter is refused: the prompt outgrew the context
         keys = [k for k in self.record.sent if k not in self.record.rejected]
         text = failure.message.lower()
         hit = failure.param if failure.param in keys else next((k for k in keys if k in text), None)

@@ -17,6 +17,7 @@ import email.utils
 import json
 import math
 import os
+import re
 import time
 import weakref
 from dataclasses import dataclass
@@ -34,6 +35,26 @@ _TRANSIENT_STATUS = {408, 409, 429}
 _REPLY_ERRORS = (RecursionError, OverflowError, UnicodeError, json.JSONDecodeError)
 _LITELLM_TRANSIENT = ("RateLimitError", "Timeout", "APIConnectionError", "InternalServerError",
                       "ServiceUnavailableError", "BadGatewayError", "APIResponseValidationError")
+
+
+CONTEXT_OVERFLOW = "ContextWindowExceededError"
+"""Error class of a request whose prompt plus token cap outgrows the model's context."""
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[ _-]?(length|window|size|limit)"  # vLLM, OpenAI ("maximum context length", context_length_exceeded)
+    r"|prompt is too long|input is too long|input token count.{0,40}exceeds"  # Anthropic, TGI, Gemini
+    r"|(exceeds?|longer than|more than) (the )?(model'?s? )?(maximum )?(context|input|sequence)",
+    re.IGNORECASE)
+
+
+def is_context_overflow(message: str) -> bool:
+    """Whether a provider's error message says the request does not fit the model's context.
+
+    Read by meaning, not by the parameter it names: vLLM's 400 reads "'max_tokens' ... is too
+    large: 768. This model's maximum context length is 2048 tokens ..." with ``param:
+    max_tokens``, which is no refused parameter (dropping the cap would resend the same
+    overflowing request, uncapped).
+    """
+    return bool(_CONTEXT_OVERFLOW.search(message))
 
 
 @dataclass(frozen=True)
@@ -105,8 +126,8 @@ def failure_from_status(status: int, body: str, headers: Any) -> CallFailure:
     except (ValueError, AttributeError, RecursionError):
         pass  # the raw body's start is the message
     error_class = _STATUS_CLASS.get(status, "InternalServerError" if status >= 500 else "APIError")
-    if status == 400 and "context" in message.lower() and "length" in message.lower():
-        error_class = "ContextWindowExceededError"
+    if status in (400, 413, 422) and is_context_overflow(message):
+        error_class = CONTEXT_OVERFLOW
     transient = status >= 500 or status in _TRANSIENT_STATUS
     return CallFailure(error_class, f"HTTP {status}: {message}", transient=transient,
                        retry_after=parse_retry_after(headers), status=status, param=param)
@@ -303,5 +324,7 @@ def _failure_from_litellm(exc: BaseException) -> CallFailure:
     headers = getattr(exc, "litellm_response_headers", None) or getattr(response, "headers", None)
     transient = name in _LITELLM_TRANSIENT or (isinstance(status, int) and status >= 500)
     message = str(getattr(exc, "message", None) or exc)
+    if name != CONTEXT_OVERFLOW and not transient and is_context_overflow(message):
+        name = CONTEXT_OVERFLOW  # litellm maps only some providers' overflows to its own class
     return CallFailure(name, message, transient=transient, retry_after=parse_retry_after(headers),
                        status=status if isinstance(status, int) else None, param=None)

@@ -196,3 +196,53 @@ def test_litellm_failures_are_classified(faults, want):
         with pytest.raises(CallFailure) as info:
             asyncio.run(transport.complete([{"role": "user", "content": "x"}], {}, {}))
     assert (info.value.error_class, info.value.transient, info.value.retry_after) == want
+
+
+VLLM_OVERFLOW = ("'max_tokens' or 'max_completion_tokens' is too large: 768. This model's maximum context length "
+                 "is 2048 tokens and your request has 1500 input tokens (768 > 2048 - 1500).")
+
+
+class Overflowing:
+    """A transport answering every request with vLLM's context-length 400, which names max_tokens."""
+
+    name = "http"
+
+    def __init__(self):
+        self.sent = []
+
+    async def complete(self, messages, params, extra):
+        from negotiation.agents._llm_transport import failure_from_status
+
+        self.sent.append(dict(params))
+        body = '{"error": {"message": "%s", "type": "BadRequestError", "param": "max_tokens", "code": 400}}'
+        raise failure_from_status(400, body % VLLM_OVERFLOW.replace('"', '\\"'), {})
+
+
+def test_a_context_overflow_naming_max_tokens_is_no_refused_parameter():
+    a = agent("litellm:openai/m?api_base=http://127.0.0.1:9/v1")
+    a.transport = Overflowing()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplingDriftWarning)  # no "refused max_tokens"
+        with pytest.raises(AgentCallError) as info:
+            asyncio.run(a.arespond(view()))
+    assert info.value.error_class == "ContextWindowExceededError" and not info.value.transient
+    assert len(a.transport.sent) == 1 and a.transport.sent[0]["max_tokens"] == 768
+    assert "max_tokens" in a.params and not a.record.rejected
+
+
+@pytest.mark.parametrize("message, overflow", [
+    (VLLM_OVERFLOW, True),
+    ("This model's maximum context length is 4096 tokens. However, you requested 4865 tokens.", True),
+    ("prompt is too long: 210000 tokens > 200000 maximum", True),
+    ("Input validation error: `inputs` tokens + `max_new_tokens` must be <= 2048. Given: 1500 `inputs` tokens "
+     "and 768 `max_new_tokens`; the request exceeds the model's maximum context", True),
+    ("The input token count (40000) exceeds the maximum number of tokens allowed (32768).", True),
+    ("Unsupported parameter: 'max_tokens' is not supported with this model.", False),
+    ("temperature must be between 0 and 2", False),
+])
+def test_context_overflow_is_read_by_meaning(message, overflow):
+    from negotiation.agents._llm_transport import failure_from_status, is_context_overflow
+
+    assert is_context_overflow(message) is overflow
+    got = failure_from_status(400, '{"error": {"message": %s, "param": "max_tokens"}}' % __import__("json").dumps(message), {})
+    assert (got.error_class == "ContextWindowExceededError") is overflow
