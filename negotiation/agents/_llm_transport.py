@@ -64,6 +64,9 @@ class Completion:
     text: str
     tokens_in: int
     tokens_out: int
+    empty: str = ""
+    """``provider_empty:<reason>`` when the provider sent no text and said why (or sent null),
+    else empty: see ``empty_reason``."""
 
 
 class CallFailure(Exception):
@@ -165,10 +168,38 @@ def parse_completion(payload: Any) -> Completion:
         usage = payload.get("usage") or {}
         if not isinstance(usage, dict):
             raise TypeError(f"usage is a {type(usage).__name__}")
-        return Completion(text, _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens"))
+        return Completion(text, _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens"),
+                          "" if text else empty_reason(choice))
     except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError) as exc:
         raise CallFailure("MalformedResponse", f"not a chat completion ({type(exc).__name__}: {exc})",
                           transient=True) from exc
+
+
+PROVIDER_EMPTY = "provider_empty"
+"""Prefix of ``Completion.empty`` and of the turn record's ``error`` when the provider sent no text."""
+
+
+def empty_reason(choice: dict) -> str:
+    """``provider_empty:<reason>`` for a choice whose message has no text, or ``""`` when the
+    empty text is the model's own answer (``content: ""`` ending normally).
+
+    The reason: ``tool_call`` (the provider answered with a tool call), ``refusal`` (a refusal
+    field), else the ``finish_reason`` (``length``: the token cap ran out first, for example in
+    a reasoning block; ``content_filter``), else ``null_content``.
+    """
+    message = choice.get("message") or {}
+    finish = choice.get("finish_reason")
+    if message.get("tool_calls") or message.get("function_call") or finish in ("tool_calls", "function_call"):
+        reason = "tool_call"
+    elif message.get("refusal"):
+        reason = "refusal"
+    elif isinstance(finish, str) and finish not in ("stop", "eos", ""):
+        reason = "".join(c if c.isalnum() or c == "_" else "_" for c in finish[:40])
+    elif message.get("content") is None:
+        reason = "null_content"
+    else:
+        return ""
+    return f"{PROVIDER_EMPTY}:{reason}"
 
 
 # One pooled client per (event loop, endpoint, credential variable): agents that talk to the same
