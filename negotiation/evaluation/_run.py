@@ -117,7 +117,7 @@ def cell_fingerprint(cell: CellSpec, pool: AgentPool, protocol: Any, protocol_ha
     agents.update({f"buyer:{spec}": pool.peek(spec, "buyer") for spec in cell.buyers.values()})
     planned = {name: {"requested": a.record.requested, "sent": a.record.sent}
                for name, a in sorted(agents.items()) if getattr(a, "record", None) is not None}
-    role = seller_sampling or default_sampling_role(parse_spec(cell.seller).kind, "seller")
+    role = seller_sampling or default_sampling_role(cell.seller.split(":", 1)[0], "seller")  # type: ignore[arg-type]
     sampling = {"protocol": protocol.sampling.model_dump(mode="json"), "seller_role": role, "agents": planned}
     weights = seller_weights or seller_weights_sha256(cell.seller)
     return StoreFingerprint(seller=cell.seller, seller_weights_sha256=weights, buyers=dict(cell.buyers),
