@@ -45,12 +45,23 @@ from negotiation.agents._llm_settings import (
     turn_seed,
 )
 from negotiation.agents._llm_secrets import forbid_inline_secrets, register_secret_env
-from negotiation.agents._llm_transport import CallFailure, HttpTransport, LitellmTransport
+from negotiation.agents._llm_transport import (
+    CONTEXT_OVERFLOW,
+    CallFailure,
+    Completion,
+    HttpTransport,
+    LitellmTransport,
+    is_context_overflow,
+)
 from negotiation.agents._spec import AgentSpec
 from negotiation.env import PROMPT_TEMPLATES, Reply, Role, View, render_messages
 from negotiation.errors import ConfigError
 
 _HTTP_PROVIDERS = ("openai", "hosted_vllm")
+EMPTY_ATTEMPTS = 3
+"""Attempts (the first included, within ``RetryPolicy.max_attempts``) at a turn the provider
+answers with no text (``Completion.empty``); the last such reply is played as the empty move,
+its turn record saying ``provider_empty:<reason>``."""
 
 
 class LLMAgent:
@@ -87,6 +98,8 @@ class LLMAgent:
         """Fallback when the provider refuses a parameter: drop it, record it, repeat the call."""
         if failure.transient or failure.status not in (400, 422, None) or failure.error_class == "Timeout":
             return False
+        if failure.error_class == CONTEXT_OVERFLOW or is_context_overflow(failure.message):
+            return False  # names max_tokens, but no parameter is refused: the prompt outgrew the context
         keys = [k for k in self.record.sent if k not in self.record.rejected]
         text = failure.message.lower()
         hit = failure.param if failure.param in keys else next((k for k in keys if k in text), None)
@@ -106,17 +119,22 @@ class LLMAgent:
         seed = turn_seed(view.sample_seed, view.turn, view.role)
 
         limiter = provider_limiter(self.endpoint)
+        empties: list[Completion] = []
 
         async def call() -> Any:
             params = dict(self.params)
             if self.send_seed and "seed" not in self.record.rejected:
                 params["seed"] = seed
             if limiter is None:
-                return await self.transport.complete(messages, params, self.extra)
-            estimate = estimate_tokens(messages, params.get("max_tokens"))
-            await limiter.acquire(estimate)  # every attempt is a request to the provider
-            completion = await self.transport.complete(messages, params, self.extra)
-            limiter.settle(estimate, completion.tokens_in + completion.tokens_out)
+                completion = await self.transport.complete(messages, params, self.extra)
+            else:
+                estimate = estimate_tokens(messages, params.get("max_tokens"))
+                await limiter.acquire(estimate)  # every attempt is a request to the provider
+                completion = await self.transport.complete(messages, params, self.extra)
+                limiter.settle(estimate, completion.tokens_in + completion.tokens_out)
+            if completion.empty and len(empties) + 1 < EMPTY_ATTEMPTS:
+                empties.append(completion)
+                raise CallFailure("ProviderEmpty", completion.empty, transient=True)
             return completion
 
         jitter = (int(view.sample_seed), int(view.turn), 0 if view.role == "seller" else 1)
@@ -126,12 +144,15 @@ class LLMAgent:
             completion, retries = await call_with_retries(call, self.settings.retry, jitter, semaphore=semaphore,
                                                           on_failure=self._drop_refused)
         except CallFailure as failure:
-            raise AgentCallError(failure, retries=getattr(failure, "retries", 0), spec=self.spec,
-                                 role=self.role) from failure
+            if failure.error_class == "ProviderEmpty" and empties:  # attempts ran out on empty replies
+                completion, retries = empties[-1], getattr(failure, "retries", 0)
+            else:
+                raise AgentCallError(failure, retries=getattr(failure, "retries", 0), spec=self.spec,
+                                     role=self.role) from failure
         self.calls_ok += 1
         cost = self.price.cost(completion.tokens_in, completion.tokens_out) if self.price else None
         return Reply(completion.text, completion.tokens_in, completion.tokens_out, cost,
-                     time.perf_counter() - start, retries)
+                     time.perf_counter() - start, retries, completion.empty)
 
     def respond(self, view: View) -> Reply:
         """Synchronous use (``run_episode``); the harness awaits ``arespond``."""

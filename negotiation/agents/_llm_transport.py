@@ -17,6 +17,7 @@ import email.utils
 import json
 import math
 import os
+import re
 import time
 import weakref
 from dataclasses import dataclass
@@ -36,6 +37,26 @@ _LITELLM_TRANSIENT = ("RateLimitError", "Timeout", "APIConnectionError", "Intern
                       "ServiceUnavailableError", "BadGatewayError", "APIResponseValidationError")
 
 
+CONTEXT_OVERFLOW = "ContextWindowExceededError"
+"""Error class of a request whose prompt plus token cap outgrows the model's context."""
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[ _-]?(length|window|size|limit)"  # vLLM, OpenAI ("maximum context length", context_length_exceeded)
+    r"|prompt is too long|input is too long|input token count.{0,40}exceeds"  # Anthropic, TGI, Gemini
+    r"|(exceeds?|longer than|more than) (the )?(model'?s? )?(maximum )?(context|input|sequence)",
+    re.IGNORECASE)
+
+
+def is_context_overflow(message: str) -> bool:
+    """Whether a provider's error message says the request does not fit the model's context.
+
+    Read by meaning, not by the parameter it names: vLLM's 400 reads "'max_tokens' ... is too
+    large: 768. This model's maximum context length is 2048 tokens ..." with ``param:
+    max_tokens``, which is no refused parameter (dropping the cap would resend the same
+    overflowing request, uncapped).
+    """
+    return bool(_CONTEXT_OVERFLOW.search(message))
+
+
 @dataclass(frozen=True)
 class Completion:
     """One model reply and its token counts."""
@@ -43,6 +64,9 @@ class Completion:
     text: str
     tokens_in: int
     tokens_out: int
+    empty: str = ""
+    """``provider_empty:<reason>`` when the provider sent no text and said why (or sent null),
+    else empty: see ``empty_reason``."""
 
 
 class CallFailure(Exception):
@@ -105,8 +129,8 @@ def failure_from_status(status: int, body: str, headers: Any) -> CallFailure:
     except (ValueError, AttributeError, RecursionError):
         pass  # the raw body's start is the message
     error_class = _STATUS_CLASS.get(status, "InternalServerError" if status >= 500 else "APIError")
-    if status == 400 and "context" in message.lower() and "length" in message.lower():
-        error_class = "ContextWindowExceededError"
+    if status in (400, 413, 422) and is_context_overflow(message):
+        error_class = CONTEXT_OVERFLOW
     transient = status >= 500 or status in _TRANSIENT_STATUS
     return CallFailure(error_class, f"HTTP {status}: {message}", transient=transient,
                        retry_after=parse_retry_after(headers), status=status, param=param)
@@ -144,10 +168,38 @@ def parse_completion(payload: Any) -> Completion:
         usage = payload.get("usage") or {}
         if not isinstance(usage, dict):
             raise TypeError(f"usage is a {type(usage).__name__}")
-        return Completion(text, _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens"))
+        return Completion(text, _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens"),
+                          "" if text else empty_reason(choice))
     except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError) as exc:
         raise CallFailure("MalformedResponse", f"not a chat completion ({type(exc).__name__}: {exc})",
                           transient=True) from exc
+
+
+PROVIDER_EMPTY = "provider_empty"
+"""Prefix of ``Completion.empty`` and of the turn record's ``error`` when the provider sent no text."""
+
+
+def empty_reason(choice: dict) -> str:
+    """``provider_empty:<reason>`` for a choice whose message has no text, or ``""`` when the
+    empty text is the model's own answer (``content: ""`` ending normally).
+
+    The reason: ``tool_call`` (the provider answered with a tool call), ``refusal`` (a refusal
+    field), else the ``finish_reason`` (``length``: the token cap ran out first, for example in
+    a reasoning block; ``content_filter``), else ``null_content``.
+    """
+    message = choice.get("message") or {}
+    finish = choice.get("finish_reason")
+    if message.get("tool_calls") or message.get("function_call") or finish in ("tool_calls", "function_call"):
+        reason = "tool_call"
+    elif message.get("refusal"):
+        reason = "refusal"
+    elif isinstance(finish, str) and finish not in ("stop", "eos", ""):
+        reason = "".join(c if c.isalnum() or c == "_" else "_" for c in finish[:40])
+    elif message.get("content") is None:
+        reason = "null_content"
+    else:
+        return ""
+    return f"{PROVIDER_EMPTY}:{reason}"
 
 
 # One pooled client per (event loop, endpoint, credential variable): agents that talk to the same
@@ -303,5 +355,7 @@ def _failure_from_litellm(exc: BaseException) -> CallFailure:
     headers = getattr(exc, "litellm_response_headers", None) or getattr(response, "headers", None)
     transient = name in _LITELLM_TRANSIENT or (isinstance(status, int) and status >= 500)
     message = str(getattr(exc, "message", None) or exc)
+    if name != CONTEXT_OVERFLOW and not transient and is_context_overflow(message):
+        name = CONTEXT_OVERFLOW  # litellm maps only some providers' overflows to its own class
     return CallFailure(name, message, transient=transient, retry_after=parse_retry_after(headers),
                        status=status if isinstance(status, int) else None, param=None)

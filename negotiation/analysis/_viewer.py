@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from negotiation._atomic import write_atomic
 from negotiation.analysis._metrics import require_columns
 from negotiation.env import ledger_changes
 from negotiation.analysis._viewer_page import render_page
@@ -107,8 +108,7 @@ def viewer_html(episodes: pd.DataFrame, turns: pd.DataFrame, *, title: str, note
 
 
 def write_viewer(path: Path, episodes: pd.DataFrame, turns: pd.DataFrame, *, title: str, note: str = "") -> Path:
-    """Write the viewer page to ``path``."""
+    """Write the viewer page to ``path`` (atomically; a FIFO or folder there is a ``ConfigError``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(viewer_html(episodes, turns, title=title, note=note), encoding="utf-8")
-    return path
+    return write_atomic(path, viewer_html(episodes, turns, title=title, note=note))

@@ -214,9 +214,12 @@ def viewer_command(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Static transcript viewer over the episode and turn tables."""
+    from negotiation._atomic import refuse_non_regular
     from negotiation.study import load_study
     from negotiation.analysis import viewer_results
 
+    if out is not None:
+        refuse_non_regular(out)  # before reading any table: writing into a FIFO blocked for good
     context = load_study(study, root)
     folder = _results_dir(context, results)
     path = viewer_results(context, folder, out or folder / "viewer.html", arms=arm, max_episodes=max_episodes,

@@ -174,6 +174,8 @@ class Negotiation:
             self._write(parsed.terms)
         elif ok and parsed.action == "ACCEPT":
             ok, error = self._accept(parsed, role)
+        if reply.empty and not ok:
+            error = reply.empty  # the provider produced nothing: not the model's bad parse
         record = self._record(role, reply, parsed, ok, error)
         self.turns.append(record)
         other: Role = "buyer" if role == "seller" else "seller"

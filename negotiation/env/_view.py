@@ -74,6 +74,10 @@ class Reply:
     cost: float | None = None
     latency_s: float = 0.0
     retries: int = 0
+    empty: str = ""
+    """Why the provider sent no text, as ``provider_empty:<reason>`` (``length``, ``tool_call``,
+    ``refusal``, ...), after its retries; empty when the text is the model's own. The turn is
+    played as the empty move it is, and its record's ``error`` says the provider produced nothing."""
 
 
 @runtime_checkable

@@ -25,6 +25,7 @@ _EXPORTS = {
     "_standin": ("FAULT_KINDS", "PERSONAS", "Faults", "StandinConfig", "StandinServer"),
     "_standin_prompt": ("PromptReadError", "read_view"),
     "_store": ("ResultsStore", "StoreLockedError"),
+    "_weights": ("folder_sha256", "is_optimizer_state", "seller_weights_sha256"),
 }
 _HOME = homes(_EXPORTS)
 __all__ = sorted(_HOME)

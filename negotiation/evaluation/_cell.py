@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from negotiation.agents import AgentCallError
 from negotiation.env import (
@@ -54,6 +54,13 @@ class CellSpec(BaseModel):
     """Domains, by name."""
     seeds: tuple[int, ...] = Field(min_length=1)
     """Scenario seeds, each played on every domain against every buyer."""
+
+    @field_validator("domains", "seeds")
+    @classmethod
+    def _once_each(cls, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Each domain and seed once, in the order first named: a repeat would play the same keys
+        twice at once (two writers of one shard and one temporary file)."""
+        return tuple(dict.fromkeys(values))
     dirichlet_alpha: float = Field(gt=0)
     """Concentration of the importance prior (protocol ``environment``)."""
 

@@ -112,7 +112,8 @@ def _write_result(path: Path, result: PilotResult) -> None:
 
 async def run_pilot(cell: CellSpec, protocol: Protocol, root: Path, env: EnvConfig, agents: AgentPool | AgentFactory,
                     *, concurrency: int, retry_errors: bool, deviation: int | None = None,
-                    fingerprint: StoreFingerprint | None = None) -> dict[str, PilotResult]:
+                    fingerprint: StoreFingerprint | None = None,
+                    legacy_seller_sha256: str | None = None) -> dict[str, PilotResult]:
     """Run (or resume) every buyer's pilot on the protocol's pilot seeds (``seeds.pilot``, on every
     domain of the cell), decide each by its ``pilot_gate`` and record it; returns them by buyer label.
 
@@ -122,7 +123,7 @@ async def run_pilot(cell: CellSpec, protocol: Protocol, root: Path, env: EnvConf
     pilot_cell = cell.model_copy(update={"seeds": seeds})
     store = ResultsStore(Path(root) / "pilot")
     if fingerprint is not None:
-        adopt_fingerprint(store.root, fingerprint)
+        adopt_fingerprint(store.root, fingerprint, legacy_seller_sha256=legacy_seller_sha256)
     await run_cell(pilot_cell, store, env, agents, concurrency=concurrency, retry_errors=retry_errors)
     episodes, _ = store.frames()
     results: dict[str, PilotResult] = {}

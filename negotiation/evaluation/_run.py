@@ -17,7 +17,8 @@ from typing import Any, Callable, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from negotiation.agents import RetryPolicy, SamplingRole, ServeSettings, parse_spec, redact_obj
+from negotiation.agents import (RetryPolicy, SamplingRole, ServeSettings, default_sampling_role, parse_spec,
+                               redact_obj)
 from negotiation.evaluation._accounting import arm_accounting, write_accounting, write_json
 from negotiation.evaluation._backend import ExecutionBackend
 from negotiation.evaluation._cell import AgentFactory, AgentPool, CellProgress, CellSpec, prompt_hash_of, run_cell
@@ -26,6 +27,7 @@ from negotiation.evaluation._pilot import PilotResult, run_pilot
 from negotiation.evaluation._setup import agent_factory, arm_sampling_role, build_cell, env_config
 from negotiation.evaluation._records import pilot_record as pilot_record_of, sampling_record, write_redacted
 from negotiation.evaluation._store import ResultsStore, _safe
+from negotiation.evaluation._weights import seller_weights_sha256
 from negotiation.study import ResultsLayout
 
 
@@ -104,15 +106,21 @@ def _seller_gpus(cell: CellSpec, serve: ServeSettings | None) -> int:
 
 
 def cell_fingerprint(cell: CellSpec, pool: AgentPool, protocol: Any, protocol_hash: str,
-                     seller_sampling: SamplingRole | None, seller_sha256: str | None) -> StoreFingerprint:
-    """The fingerprint of the episodes ``cell`` plays (agents are built, not started)."""
+                     seller_sampling: SamplingRole | None, seller_weights: str | None = None) -> StoreFingerprint:
+    """The fingerprint of the episodes ``cell`` plays (agents are built, not started).
+
+    ``seller_weights``: the hash of the seller's weights when known (the pipeline's
+    ``seller.json``), else computed from the spec (``seller_weights_sha256``). The seller's
+    sampling role is the one it plays with (by kind when not given), so the pipeline and a run by
+    hand with the same spec name the same inputs."""
     agents = {f"seller:{cell.seller}": pool.peek(cell.seller, "seller")}
     agents.update({f"buyer:{spec}": pool.peek(spec, "buyer") for spec in cell.buyers.values()})
     planned = {name: {"requested": a.record.requested, "sent": a.record.sent}
                for name, a in sorted(agents.items()) if getattr(a, "record", None) is not None}
-    sampling = {"protocol": protocol.sampling.model_dump(mode="json"), "seller_role": seller_sampling,
-                "agents": planned}
-    return StoreFingerprint(seller=cell.seller, seller_sha256=seller_sha256, buyers=dict(cell.buyers),
+    role = seller_sampling or default_sampling_role(cell.seller.split(":", 1)[0], "seller")  # type: ignore[arg-type]
+    sampling = {"protocol": protocol.sampling.model_dump(mode="json"), "seller_role": role, "agents": planned}
+    weights = seller_weights or seller_weights_sha256(cell.seller)
+    return StoreFingerprint(seller=cell.seller, seller_weights_sha256=weights, buyers=dict(cell.buyers),
                             sampling=json.loads(json.dumps(sampling, default=str)), protocol_hash=protocol_hash,
                             prompt_hash=prompt_hash_of(*agents.values()))
 
@@ -120,7 +128,8 @@ def cell_fingerprint(cell: CellSpec, pool: AgentPool, protocol: Any, protocol_ha
 async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, protocol_hash: str,
                         options: RunOptions = RunOptions(), seller_sampling: SamplingRole | None = None,
                         serve: ServeSettings | None = None, make_agent: AgentFactory | None = None,
-                        pilot_record: Path | None = None, seller_sha256: str | None = None,
+                        pilot_record: Path | None = None, seller_weights: str | None = None,
+                        seller_sha256: str | None = None,
                         on_progress: Callable[[str, CellProgress], None] | None = None) -> EvaluationResult:
     """Pilot, run or resume, compact and account one cell into ``out``.
 
@@ -134,8 +143,11 @@ async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, proto
         serve: ``vllm serve`` settings for a ``vllm:`` seller (default: from its spec).
         make_agent: replaces the protocol-driven agent factory (tests).
         pilot_record: where the audit's pilot record goes (default ``<out>/pilot/<arm>.json``).
-        seller_sha256: hash of the seller's record (pipeline: ``select/<arm>/seller.json``), part of
-            the store's fingerprint: stored episodes of another seller are moved aside, not reused.
+        seller_weights: hash of the seller's weights (pipeline: ``weights_sha256`` of
+            ``select/<arm>/seller.json``); computed from the spec when not given. Part of the store's
+            fingerprint: stored episodes of another seller are moved aside, not reused.
+        seller_sha256: hash of ``select/<arm>/seller.json``, which version-1 fingerprints named: a
+            store fingerprinted so is recognised as the same inputs, not bought again.
         on_progress: ``(phase, progress)`` after each stored episode; phase is ``pilot`` or ``cell``.
     """
     out = Path(out)
@@ -145,14 +157,15 @@ async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, proto
                                           seller_sampling=seller_sampling, serve=serve)
     with store.lock():
         async with AgentPool(factory) as pool:
-            fingerprint = cell_fingerprint(cell, pool, protocol, protocol_hash, seller_sampling, seller_sha256)
-            adopt_fingerprint(out, fingerprint)
+            fingerprint = cell_fingerprint(cell, pool, protocol, protocol_hash, seller_sampling, seller_weights)
+            adopt_fingerprint(out, fingerprint, legacy_seller_sha256=seller_sha256)
             pilot: dict[str, PilotResult] = {}
             buyers = sorted(cell.buyers)
             if options.pilot:
                 pilot = await run_pilot(cell, protocol, out, env, pool,
                                         concurrency=options.concurrency, retry_errors=options.retry_errors,
-                                        deviation=options.deviation, fingerprint=fingerprint)
+                                        deviation=options.deviation, fingerprint=fingerprint,
+                                        legacy_seller_sha256=seller_sha256)
                 write_redacted(pilot_record_of(cell.study, cell.arm, pilot, protocol, protocol_hash),
                                pilot_record or out / "pilot" / f"{_safe(cell.arm)}.json")
                 buyers = [b for b in buyers if pilot[b].proceeds]
@@ -177,7 +190,8 @@ async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, proto
 
 
 async def evaluate_arm(protocol: Any, arm_name: str, arm: Any, seller: str, results_dir: Path | str, *,
-                       protocol_hash: str, options: RunOptions = RunOptions(), seller_sha256: str | None = None,
+                       protocol_hash: str, options: RunOptions = RunOptions(), seller_weights: str | None = None,
+                       seller_sha256: str | None = None,
                        on_progress: Callable[[str, CellProgress], None] | None = None) -> EvaluationResult:
     """The DVC ``evaluate@<arm>`` stage: one arm of the matrix over the protocol's full cell.
 
@@ -197,5 +211,6 @@ async def evaluate_arm(protocol: Any, arm_name: str, arm: Any, seller: str, resu
     cell = build_cell(protocol, arm=arm_name, seller=seller)
     return await evaluate_cell(cell, layout.episodes(arm_name).parent, protocol, protocol_hash=protocol_hash,
                                options=options, seller_sampling=arm_sampling_role(arm), serve=serve,
-                               pilot_record=layout.pilot(arm_name), seller_sha256=seller_sha256,
+                               pilot_record=layout.pilot(arm_name), seller_weights=seller_weights,
+                               seller_sha256=seller_sha256,
                                on_progress=on_progress)

@@ -82,7 +82,8 @@ def parse_domains(text: str) -> tuple[str, ...]:
 
 
 def parse_buyers(values: list[str]) -> dict[str, str]:
-    """``label=SPEC`` or ``SPEC`` (then the label is the spec) per ``--buyer``."""
+    """``label=SPEC`` or ``SPEC`` (then the label is the spec) per ``--buyer``; a buyer given twice
+    is played once, one label given two specs is an error."""
     buyers: dict[str, str] = {}
     for value in values:
         label, sep, spec = value.partition("=")
@@ -91,8 +92,10 @@ def parse_buyers(values: list[str]) -> dict[str, str]:
         else:  # an explicit label names records and tables: a name, never a path
             check_name("--buyer", label)
         parse_spec(spec)
+        if buyers.get(label) == spec:
+            continue  # the same buyer named twice: played once
         if label in buyers:
-            raise ConfigError(f"--buyer:{label}: given twice")
+            raise ConfigError(f"--buyer:{label}: given twice, as {buyers[label]!r} and {spec!r}")
         buyers[label] = spec
     return buyers
 

@@ -38,8 +38,14 @@ def _seller(layout: ResultsLayout, arm: str) -> str:
 
 
 def _seller_sha256(layout: ResultsLayout, arm: str) -> str:
-    """SHA-256 of ``select/<arm>/seller.json`` (spec and weights' hash): part of the store's fingerprint."""
+    """SHA-256 of ``select/<arm>/seller.json``, which version-1 store fingerprints named."""
     return hashlib.sha256(layout.seller(arm).read_bytes()).hexdigest()
+
+
+def _seller_weights(layout: ResultsLayout, arm: str) -> str | None:
+    """The weights' hash ``select`` recorded (``seller.json:weights_sha256``): part of the store's
+    fingerprint, as a run by hand with the same spec computes it."""
+    return json.loads(layout.seller(arm).read_text(encoding="utf-8")).get("weights_sha256")
 
 
 _TORCH_KINDS = ("policy", "hf")
@@ -105,9 +111,10 @@ def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency
     async def pilot() -> dict[str, Any]:
         async with AgentPool(factory) as pool:
             fingerprint = cell_fingerprint(cell, pool, study.protocol, digest, settings["seller_sampling"],
-                                           _seller_sha256(layout, arm))
+                                           _seller_weights(layout, arm))
             return await run_pilot(cell, study.protocol, root, env_config(study.protocol),
-                                   pool, concurrency=concurrency, retry_errors=True, fingerprint=fingerprint)
+                                   pool, concurrency=concurrency, retry_errors=True, fingerprint=fingerprint,
+                                   legacy_seller_sha256=_seller_sha256(layout, arm))
 
     with ResultsStore(root / "pilot").lock():
         results = asyncio.run(pilot())
@@ -155,7 +162,8 @@ def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurre
                                              f"${p.cost:.4f}")
 
         result = asyncio.run(evaluate_cell(cell, out, study.protocol, protocol_hash=protocol_hash(study_name),
-                                           options=options, seller_sha256=_seller_sha256(layout, arm),
+                                           options=options, seller_weights=_seller_weights(layout, arm),
+                                           seller_sha256=_seller_sha256(layout, arm),
                                            on_progress=on_progress, **_agent_settings(study, arm, seller)))
     metrics = arm_metrics(study.protocol, result.episodes)
     layout.metrics(arm).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -91,6 +91,12 @@ def check_stage_names(args: argparse.Namespace) -> None:
     check_name("--study", args.study)
     given = {key: getattr(args, key) for key in ("arm", "run", "size") if getattr(args, key, None) is not None}
     if not given:
+        from negotiation.study import default_root, study_dir
+
+        if not study_dir(args.study, default_root()).is_dir():  # load_study names the known studies
+            from negotiation.study import load_study
+
+            load_study(args.study)
         return
     for key, value in given.items():
         check_name(f"--{key}", value)

@@ -6,7 +6,8 @@ Logging from each ``train@``/``evaluate@`` process would import MLflow and open 
 process (about 4 s each on 2 cores: over a minute and a half of a demo ``dvc repro``); one stage
 does it once. An evaluation run is tagged with the SHA-256 of the arm's episode table and a
 training run with that of its record, so re-running the stage after one arm changed logs that arm
-only, and an unchanged one never gets a duplicate run. A continuation's ``parent_run`` tag is the
+only, and an unchanged one never gets a duplicate run. A run the stage did not log to the end (a
+SIGKILL left it RUNNING, without metrics) does not count: it is deleted and logged again. A continuation's ``parent_run`` tag is the
 run id logged here for its parent.
 """
 
@@ -41,11 +42,26 @@ def _client() -> Any:
         return MlflowClient(tracking_uri=uri)
 
 
+COMPLETE_STATUS = {"evaluation": ("FINISHED",), "training": ("FINISHED", "FAILED", "KILLED")}
+"""Statuses of a run this stage logged to the end, by phase: an evaluation run is FINISHED as its
+last step (``tracker.finish``); a training run ends with its training's recorded status, which
+may be FAILED or KILLED. Anything else (RUNNING: the stage was killed while logging it) is an
+unfinished run, replaced, never taken as logged."""
+
+
 def _logged(client: Any, study: str, phase: str = "evaluation", key: str = "tables_sha256") -> dict[tuple[str, str], str]:
-    """``(arm, <key> tag) -> run id`` of the ``phase`` runs already in the store."""
+    """``(arm, <key> tag) -> run id`` of the ``phase`` runs logged to the end; an unfinished run
+    (see ``COMPLETE_STATUS``: a SIGKILL of the stage left it without its metrics or artifacts)
+    is deleted, so that its content is logged again as a new run."""
     exp = experiment_id(client, experiment_name(study))
     runs = retrying(lambda: client.search_runs([exp], f"tags.phase = '{phase}'", max_results=5000))
-    return {(r.data.tags.get("arm", ""), r.data.tags.get(key, "")): r.info.run_id for r in runs}
+    logged: dict[tuple[str, str], str] = {}
+    for run in runs:
+        if run.info.status in COMPLETE_STATUS[phase]:
+            logged[(run.data.tags.get("arm", ""), run.data.tags.get(key, ""))] = run.info.run_id
+        else:
+            retrying(lambda run_id=run.info.run_id: client.delete_run(run_id))
+    return logged
 
 
 def _parents_first(runs: dict[str, dict[str, Any]]) -> list[str]:

@@ -8,7 +8,6 @@ the NeMo-RL backend, which stops with a message naming what is missing when it c
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import yaml
 
 from negotiation.errors import ConfigError, NegotiationError
+from negotiation.evaluation import folder_sha256
 from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._plan import profile_plan
 from negotiation.pipeline._stage import PARAMS_FILE, runtime_count, runtime_knob
@@ -194,31 +194,6 @@ def _seller_spec(study: Study, arm_name: str, checkpoint: str | None, plan: dict
     if arm.kind == "trained":
         return fill_seller(arm.seller, checkpoint=str(checkpoint))
     return arm.seller
-
-
-HASH_CHUNK = 1 << 20
-"""Bytes read at a time when hashing weights (a 31B checkpoint never sits in memory whole)."""
-
-
-def is_optimizer_state(relative: Path) -> bool:
-    """Optimizer state (``optimizer/``, ``optim*.pt``, ...): it does not change what a seller
-    says, so a weights hash leaves it out."""
-    return any(part.lower().startswith("optim") for part in relative.parts)
-
-
-def folder_sha256(folder: Path) -> str:
-    """Hash of the weights in a checkpoint folder: the name and bytes of every file in sorted
-    order, read in ``HASH_CHUNK`` pieces, optimizer state excluded (``is_optimizer_state``)."""
-    digest, folder = hashlib.sha256(), Path(folder)
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        relative = path.relative_to(folder)
-        if is_optimizer_state(relative):
-            continue
-        digest.update(str(relative).encode() + b"\0")
-        with path.open("rb") as handle:
-            while chunk := handle.read(HASH_CHUNK):
-                digest.update(chunk)
-    return digest.hexdigest()
 
 
 def served_checkpoint(root: Path, checkpoint: str, select_dir: Path) -> str:

@@ -26,9 +26,11 @@ CHECKS: tuple[Check, ...] = (
           check_lock, needs_study=False),
     Check("protocol", "protocol.yaml and arms.yaml validate; every named domain file exists", check_protocol,
           needs_study=False),
-    Check("registry_files", "every deviation, registry arms.yaml and sign-off file validates against its schema",
+    Check("registry_files", "every deviation, registry arms.yaml and sign-off file validates against its schema; "
+          "no committed sign-off is gone",
           check_registry_files, needs_study=False),
-    Check("deviation_ids", "deviation ids are unique, sequential from 1, match NNNN in the file name; dates never decrease",
+    Check("deviation_ids", "deviation ids are unique, sequential from 1, match NNNN in the file name; dates never "
+          "decrease nor pass today; index.yaml keeps every line of its committed versions",
           check_deviation_ids, needs_study=False),
     Check("supersession", "each `supersedes` names an earlier entry, and no entry is superseded twice",
           check_supersession, needs_study=False),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from typing import Iterator
 
 from negotiation.study import arm_problems
@@ -59,6 +61,12 @@ def check_deviation_ids(ctx: AuditContext) -> Iterator[Finding]:
                                          f"(expected {expected}; ids run 1, 2, 3, ... without gaps)")
             bad = True
             break
+    today = dt.date.today()
+    for entry_id in ids:
+        if log.entries[entry_id].date > today:
+            yield _fail("deviation_ids", f"{ctx.show(log.paths[entry_id])}:date: {log.entries[entry_id].date} is in "
+                                         f"the future (today is {today}); an entry is dated the day it is issued")
+            bad = True
     for prev, cur in zip(ids, ids[1:]):
         if log.entries[cur].date < log.entries[prev].date:
             yield _fail("deviation_ids", f"{ctx.show(log.paths[cur])}:date: {log.entries[cur].date} is before "

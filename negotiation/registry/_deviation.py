@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import StrictModel, display_path, load_yaml_model
-from negotiation.registry._deviation_index import INDEX_FILE, index_problems
+from negotiation.registry._deviation_index import INDEX_FILE, history_problems, index_problems
 
 __all__ = ["CATEGORIES", "Cell", "Deviation", "DeviationLog", "deviation_filename", "load_deviation_log", "slugify"]
 
@@ -163,8 +163,11 @@ def _file_problems(path: Path, entry: Deviation, shown: str) -> list[str]:
 def load_deviation_log(folder: Path, *, root: Path | None = None) -> tuple[DeviationLog, list[str]]:
     """Read every ``*.yaml`` in ``folder``; return the valid entries and ``file:key: reason`` problems."""
     log, problems = DeviationLog(), []
-    files = sorted(p for p in Path(folder).iterdir() if p.is_file() and p.name not in ("README.md", INDEX_FILE)) \
+    present = sorted(p for p in Path(folder).iterdir() if p.name not in ("README.md", INDEX_FILE)) \
         if Path(folder).is_dir() else []
+    files = [p for p in present if p.is_file() and not p.is_symlink()]
+    problems.extend(f"{display_path(p, root)}:<file>: not a regular file (a folder, FIFO or link); entries are "
+                    "NNNN-slug.yaml files" for p in present if p not in files)
     for path in files:
         shown = display_path(path, root)
         if path.suffix != ".yaml":
@@ -186,4 +189,6 @@ def load_deviation_log(folder: Path, *, root: Path | None = None) -> tuple[Devia
             log.paths[entry.id] = path
     numbered = {int(m.group(1)): p for p in files if (m := FILE_NAME.match(p.name))}
     log.index_problems = index_problems(Path(folder), numbered, root=root)
+    if Path(folder).is_dir() and root is not None:
+        log.index_problems += history_problems(Path(folder), Path(root))
     return log, problems

@@ -20,8 +20,10 @@ from pydantic import Field, ValidationError
 from negotiation._atomic import write_atomic
 from negotiation.errors import ConfigError
 from negotiation.protocol import StrictModel, display_path, load_yaml_model, parse_yaml
+from negotiation.registry._history import committed_versions, history_root
 
-__all__ = ["INDEX_FILE", "DeviationIndex", "IndexEntry", "append_to_index", "appended_only", "index_problems"]
+__all__ = ["INDEX_FILE", "DeviationIndex", "IndexEntry", "append_to_index", "appended_only", "history_problems",
+           "index_problems"]
 
 INDEX_FILE = "index.yaml"
 _HEADER = ("# Written by `nego deviation new`: one line per issued entry, never edited or removed.\n"
@@ -68,9 +70,11 @@ def index_problems(folder: Path, entry_files: dict[int, Path], *, root: Path | N
         return [f"{shown}:<file>: missing; entries must be added with `nego deviation new`"] if entry_files else []
     problems, listed = [], {}
     for n, issued in enumerate(index.entries):  # (the ids' sequence is checked on the files themselves)
+        if issued.id in listed:
+            problems.append(f"{shown}:entries.{n}: entry {issued.id} is listed twice (an id is issued once)")
         listed[issued.id] = issued
         path = folder / issued.file
-        if not path.is_file():
+        if not path.is_file() or path.is_symlink():
             problems.append(f"{shown}:entries.{n}: entry {issued.id} ({issued.file}) was issued and is gone; "
                             "the log is append-only (supersede an entry instead of deleting it)")
         elif _sha256(path) != issued.sha256:
@@ -111,4 +115,20 @@ def appended_only(before: str, folder: Path, *, root: Path | None = None) -> lis
         elif new.entries[n] != entry:
             problems.append(f"{shown}:entries.{n}: entry {entry.id} ({entry.file}, sha256 {entry.sha256[:12]}) "
                             "was changed; the index only grows")
+    return problems
+
+
+def history_problems(folder: Path, root: Path) -> list[str]:
+    """Where the index on disk drops or changes a line of any committed version of it (git
+    history of ``registry/``): an entry edited with its index line re-hashed, or the newest entry
+    deleted with its line, agrees with its own index but not with the index as committed."""
+    if not history_root(root):
+        return []
+    relative = (folder / INDEX_FILE).resolve().relative_to(Path(root).resolve()).as_posix()
+    problems: list[str] = []
+    for commit, text in committed_versions(root, relative):
+        found = appended_only(text, folder, root=root)
+        problems.extend(f"{line} (against commit {commit[:12]})" for line in found if line not in problems)
+        if found:
+            break  # the newest version it departs from says enough
     return problems

@@ -36,11 +36,21 @@ def _next_id(folder: Path) -> int:
 
 
 def _check_names(study: str, root: Path, entry: Deviation, target: str, adding: str | None) -> None:
-    planned = set(load_study(study, root).arms) | ({adding} if adding else set())
+    """Every arm, buyer and domain the entry names exists in the study, as the audit checks
+    (``deviation_arms``): the log is append-only, so a typo written is a typo kept."""
+    loaded = load_study(study, root)
+    planned = set(loaded.arms) | ({adding} if adding else set())
     unknown = sorted(entry.named_arms() - planned)
     if unknown:
         raise ConfigError(f"{target}:arms: unknown arms {unknown}; known: {sorted(planned)} (a new arm: "
                           "--add-arm NAME [--like ARM] --set key=value, docs/add-an-arm.md)")
+    known = {"buyer": set(loaded.protocol.buyers.evaluation), "domain": set(loaded.protocol.domains.evaluated)}
+    for i, cell in enumerate(entry.cells):
+        for key, names in known.items():
+            value = getattr(cell, key)
+            if value is not None and value not in names:
+                raise ConfigError(f"{target}:cells.{i}.{key}: unknown {key} {value!r} (--cell {cell.arm}:...); "
+                                  f"known: {', '.join(sorted(names))}")
 
 
 def new_deviation(

@@ -196,3 +196,105 @@ def test_litellm_failures_are_classified(faults, want):
         with pytest.raises(CallFailure) as info:
             asyncio.run(transport.complete([{"role": "user", "content": "x"}], {}, {}))
     assert (info.value.error_class, info.value.transient, info.value.retry_after) == want
+
+
+VLLM_OVERFLOW = ("'max_tokens' or 'max_completion_tokens' is too large: 768. This model's maximum context length "
+                 "is 2048 tokens and your request has 1500 input tokens (768 > 2048 - 1500).")
+
+
+class Overflowing:
+    """A transport answering every request with vLLM's context-length 400, which names max_tokens."""
+
+    name = "http"
+
+    def __init__(self):
+        self.sent = []
+
+    async def complete(self, messages, params, extra):
+        from negotiation.agents._llm_transport import failure_from_status
+
+        self.sent.append(dict(params))
+        body = '{"error": {"message": "%s", "type": "BadRequestError", "param": "max_tokens", "code": 400}}'
+        raise failure_from_status(400, body % VLLM_OVERFLOW.replace('"', '\\"'), {})
+
+
+def test_a_context_overflow_naming_max_tokens_is_no_refused_parameter():
+    a = agent("litellm:openai/m?api_base=http://127.0.0.1:9/v1")
+    a.transport = Overflowing()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplingDriftWarning)  # no "refused max_tokens"
+        with pytest.raises(AgentCallError) as info:
+            asyncio.run(a.arespond(view()))
+    assert info.value.error_class == "ContextWindowExceededError" and not info.value.transient
+    assert len(a.transport.sent) == 1 and a.transport.sent[0]["max_tokens"] == 768
+    assert "max_tokens" in a.params and not a.record.rejected
+
+
+@pytest.mark.parametrize("message, overflow", [
+    (VLLM_OVERFLOW, True),
+    ("This model's maximum context length is 4096 tokens. However, you requested 4865 tokens.", True),
+    ("prompt is too long: 210000 tokens > 200000 maximum", True),
+    ("Input validation error: `inputs` tokens + `max_new_tokens` must be <= 2048. Given: 1500 `inputs` tokens "
+     "and 768 `max_new_tokens`; the request exceeds the model's maximum context", True),
+    ("The input token count (40000) exceeds the maximum number of tokens allowed (32768).", True),
+    ("Unsupported parameter: 'max_tokens' is not supported with this model.", False),
+    ("temperature must be between 0 and 2", False),
+])
+def test_context_overflow_is_read_by_meaning(message, overflow):
+    from negotiation.agents._llm_transport import failure_from_status, is_context_overflow
+
+    assert is_context_overflow(message) is overflow
+    got = failure_from_status(400, '{"error": {"message": %s, "param": "max_tokens"}}' % __import__("json").dumps(message), {})
+    assert (got.error_class == "ContextWindowExceededError") is overflow
+
+
+def choice(content, finish="stop", **message):
+    return {"choices": [{"message": {"role": "assistant", "content": content, **message}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 768}}
+
+
+@pytest.mark.parametrize("payload, empty", [
+    (choice(None, "length"), "provider_empty:length"),
+    (choice(None, "tool_calls", tool_calls=[{"id": "1", "type": "function"}]), "provider_empty:tool_call"),
+    (choice(None, "stop", refusal="I can't help with that."), "provider_empty:refusal"),
+    (choice(None, "content_filter"), "provider_empty:content_filter"),
+    (choice(None), "provider_empty:null_content"),
+    (choice(""), ""),  # the model's own empty answer: a bad parse of the model's
+    (choice('{"action": "ACCEPT"}', "length"), ""),
+])
+def test_a_reply_without_text_says_why(payload, empty):
+    from negotiation.agents._llm_transport import parse_completion
+
+    assert parse_completion(payload).empty == empty
+
+
+class Empty:
+    """A transport whose first ``n`` replies have no text (content null, the token cap ran out)."""
+
+    name = "http"
+
+    def __init__(self, n):
+        self.n, self.calls = n, 0
+
+    async def complete(self, messages, params, extra):
+        from negotiation.agents._llm_transport import parse_completion
+
+        self.calls += 1
+        if self.calls <= self.n:
+            return parse_completion(choice(None, "length"))
+        return parse_completion(choice('Deal. {"action": "ACCEPT"}'))
+
+
+def test_a_provider_empty_reply_is_retried_then_marked_on_the_turn():
+    a = agent("litellm:openai/m?api_base=http://127.0.0.1:9/v1")
+    a.transport = Empty(1)
+    reply = asyncio.run(a.arespond(view()))
+    assert (reply.text, reply.retries, reply.empty, a.transport.calls) == ('Deal. {"action": "ACCEPT"}', 1, "", 2)
+
+    a.transport = Empty(99)
+    game = Negotiation(SCENARIO, ENV)
+    reply = asyncio.run(a.arespond(game.view()))
+    assert a.transport.calls == 3 and reply.retries == 2  # bounded: EMPTY_ATTEMPTS, not max_attempts (6)
+    assert (reply.text, reply.empty) == ("", "provider_empty:length")
+    record = game.apply(reply)
+    assert not record.ok and record.error == "provider_empty:length"

@@ -186,6 +186,10 @@ BAD_INPUT = [  # (arguments, fragment the one error line must hold); every case 
       "--seeds", "0:1", "--no-pilot", "--out", "OUT"], "names no domain"),
     (["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domains", "used_car",
       "--seeds", "0:9999999999999", "--no-pilot", "--out", "OUT"], "at most"),
+    (["evaluate", "--seller", "scripted:boulware", "--buyer", "scripted:conceder", "--domains", "used_car",
+      "--seeds", f"{2**64}:{2**64 + 2}", "--no-pilot", "--out", "OUT"], "below 2**63"),
+    (["viewer", "--out", "TMP/fifo"], "fifo:<file>: a FIFO"),
+    (["viewer", "--out", "TMP"], ":<file>: a folder"),
     (["train-config", "nope", "arm", "--no-tokenizer"], "nope"),
     (["serve-standin", "--error-rate", "2"], "--error-rate"),
     (["serve-standin", "--kinds", "nope", "--port", "0"], "kinds"),
@@ -204,6 +208,7 @@ def test_bad_input_is_one_line_and_exit_2(args, fragment, capsys, monkeypatch, t
         pd.DataFrame({"a": [1]}).to_parquet(tmp_path / name)
     os.symlink(tmp_path / "loop_b", tmp_path / "loop_a")
     os.symlink(tmp_path / "loop_a", tmp_path / "loop_b")
+    os.mkfifo(tmp_path / "fifo")
     args = [str(tmp_path / "out") if a == "OUT" else a.replace("TMP", str(tmp_path)) for a in args]
     status, out, err = nego(args, capsys, monkeypatch)
     assert_failure(status, err, 2, fragment)

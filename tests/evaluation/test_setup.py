@@ -74,3 +74,14 @@ def test_domains_are_deduplicated_in_order_and_an_empty_list_is_refused():
     for empty in ("", " , ", ","):
         with pytest.raises(ConfigError, match="names no domain"):
             parse_domains(empty)
+
+
+def test_a_cell_names_each_domain_seed_and_buyer_once_in_order():
+    """However the cell is built (the API, a study file, the CLI), repeats are played once: two
+    writers of one key shared a temporary file and failed every time."""
+    cell = build_cell(DEMO, arm="a", seller="scripted:boulware", domains=("used_car", "job_offer", "used_car"),
+                      seeds=(7, 3, 7, 3, 9), buyers=parse_buyers(["t=scripted:titfortat", "t=scripted:titfortat",
+                                                                   "scripted:conceder", "scripted:conceder"]))
+    assert cell.domains == ("used_car", "job_offer") and cell.seeds == (7, 3, 9)
+    assert cell.buyers == {"t": "scripted:titfortat", "scripted:conceder": "scripted:conceder"}
+    assert len(cell.keys()) == 2 * 3 * 2

@@ -7,7 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from negotiation.pipeline import _train
+from negotiation.evaluation import _weights
 from negotiation.pipeline._train import folder_sha256, served_checkpoint
 
 
@@ -42,7 +42,7 @@ def test_weights_hash_excludes_optimizer_state_and_reads_in_chunks(tmp_path, mon
     reference = hashlib.sha256()
     for path in sorted(p for p in weights.rglob("*") if p.is_file()):
         reference.update(str(path.relative_to(weights)).encode() + b"\0" + path.read_bytes())
-    monkeypatch.setattr(_train, "HASH_CHUNK", 7)  # many chunks per file give the same digest
+    monkeypatch.setattr(_weights, "HASH_CHUNK", 7)  # many chunks per file give the same digest
     assert folder_sha256(weights) == reference.hexdigest()
     (weights / "model.safetensors").write_bytes(b"changed")
     assert folder_sha256(weights) != reference.hexdigest()

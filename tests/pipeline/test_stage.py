@@ -176,3 +176,19 @@ def test_an_lm_stage_without_the_llm_extra_stops_with_one_line_naming_it(tmp_pat
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.strip().splitlines()[-1] == ("error: tokenizers is not installed (the core install leaves it "
                                                    "out): pip install -e '.[llm]' (docs/install.md)")
+
+
+@pytest.mark.parametrize("script, args", [
+    ("scenarios.py", ["--out", "R"]), ("validate.py", ["--results", "R"]), ("tokenizer.py", ["--out", "R"]),
+    ("report.py", ["--results", "R", "--out", "R/o", "--seed", "1", "--viewer-episodes", "3"]),
+])
+def test_a_stage_script_refuses_an_unknown_study_in_one_line(script, args, tmp_path):
+    """Scripts without an arm, run or size checked no study: an unknown one ended with exit 1."""
+    import subprocess
+    import sys
+
+    argv = [a.replace("R", str(tmp_path)) if a.startswith("R") else a for a in args]
+    out = subprocess.run([sys.executable, f"pipelines/{script}", "--study", "nope", *argv], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.startswith("error: protocol/nope:<study>: no study 'nope'"), out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not any(tmp_path.iterdir())

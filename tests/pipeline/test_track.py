@@ -98,3 +98,26 @@ def test_recorded_training_runs_are_logged_once_parents_first(tmp_path, monkeypa
     assert (child.info.start_time, child.info.end_time) == (times["start_ms"], times["end_ms"])
     (metric,) = client.get_metric_history(child.info.run_id, "train/reward")
     assert metric.timestamp == times["step_ms"]["1"]
+
+
+def test_an_unfinished_evaluation_run_is_replaced_not_taken_as_logged(tmp_path, monkeypatch):
+    """SIGKILL in the middle of track left the run RUNNING with no metrics: the rerun logs it again."""
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    layout = ResultsLayout(tmp_path / "outputs/demo")
+    _arm(layout, "ref_boulware", [0.5, 0.7])
+    first = run_track("demo", layout.dir)["evaluation_runs"]["ref_boulware"]
+    client = MlflowClient()
+    for status in ("RUNNING", "FAILED", "KILLED"):
+        run_id = client.create_run(client.get_run(first["run_id"]).info.experiment_id,
+                                   tags=client.get_run(first["run_id"]).data.tags).info.run_id
+        client.delete_run(first["run_id"])  # only the unfinished one is left, as after a SIGKILL
+        if status != "RUNNING":
+            client.set_terminated(run_id, status)
+        again = run_track("demo", layout.dir)["evaluation_runs"]["ref_boulware"]
+        assert again["run_id"] != run_id and again["tables_sha256"] == first["tables_sha256"]
+        fresh = client.get_run(again["run_id"])
+        assert fresh.info.status == "FINISHED" and fresh.data.metrics["eval/S"] == 0.6
+        assert client.get_run(run_id).info.lifecycle_stage == "deleted"
+        first = again

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import re
 import shutil
 from pathlib import Path
@@ -116,7 +118,7 @@ def test_superseding_an_entry_withdraws_its_coverage(paper_results, edit):
     old = yaml.safe_load((folder / "0004-2-3b-3x-and-10x-lr-arms-read-at-step-56.yaml").read_text())
     new_id = max(int(p.name[:4]) for p in folder.glob("0*.yaml")) + 1
     amended = {**old, "id": new_id, "arms": ["e2b_lr3x_56"], "supersedes": 4, "title": "2.3B 3x arm read at step 56",
-               "date": "2026-12-31"}
+               "date": dt.date.today().isoformat()}  # after every entry's date, and not in the future
     (folder / f"{new_id:04d}-2-3b-3x-arm-read-at-step-56.yaml").write_text(yaml.safe_dump(amended, sort_keys=False))
     append_to_index(folder, new_id, folder / f"{new_id:04d}-2-3b-3x-arm-read-at-step-56.yaml")  # as `nego deviation new` does
     edit(paper_results / "registry/paper/arms.yaml", "deviations: [6, 4]\n", f"deviations: [6, {new_id}]\n")

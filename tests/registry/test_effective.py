@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import yaml
 
 from negotiation.agents._llm_vllm import ServeSettings
@@ -25,7 +27,7 @@ def test_31b_arms_are_served_on_four_while_the_frozen_protocol_says_two():
 def test_a_superseded_entry_s_values_no_longer_apply_and_bad_keys_fail_the_audit(root):
     folder = root / "registry/paper/deviations"
     entry = yaml.safe_load((folder / "0017-31b-arms-served-on-four-accelerators-value-recorded.yaml").read_text())
-    amended = {**entry, "id": 19, "supersedes": 17, "date": "2026-12-31", "values": {"sizes.31b.eval_acelerators": 8}}
+    amended = {**entry, "id": 19, "supersedes": 17, "date": dt.date.today().isoformat(), "values": {"sizes.31b.eval_acelerators": 8}}
     (folder / "0019-typo.yaml").write_text(yaml.safe_dump(amended, sort_keys=False))
     append_to_index(folder, 19, folder / "0019-typo.yaml")  # as `nego deviation new` does
     study, registry = load_study("paper", root), load_registry("paper", root)

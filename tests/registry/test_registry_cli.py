@@ -71,6 +71,11 @@ def test_deviation_new_rejects_bad_input_with_exit_2(root):
     assert unknown_arm.stderr.startswith("error: registry/demo/deviations/0001-read-w16-3x-at-step-48.yaml:arms: unknown arms ['w99']")
     no_scope = runner.invoke(app, [*NEW, *TEXT, "--root", str(root)])
     assert no_scope.exit_code == EXIT_INPUT and "name the arms or cells covered" in no_scope.stderr
+    for cell, key in (("w16_base:nobuyer:nodomain", "buyer"), ("w16_base::nodomain", "domain"),
+                      ("nosucharm:titfortat", "arms")):
+        typo = runner.invoke(app, [*NEW, "--cell", cell, *TEXT, "--root", str(root)])  # the audit rejected it, after
+        assert typo.exit_code == EXIT_INPUT and len(typo.stderr.strip().splitlines()) == 1, typo.output
+        assert f"0001-read-w16-3x-at-step-48.yaml:{'cells.0.' if key != 'arms' else ''}{key}: unknown" in typo.stderr
     dangling = runner.invoke(app, [*NEW, "--arm", "w16_lr3x", "--supersedes", "5", *TEXT, "--root", str(root)])
     assert dangling.exit_code == EXIT_INPUT and ":supersedes: no valid entry 5" in dangling.stderr
     folder = root / "registry/demo/deviations"
