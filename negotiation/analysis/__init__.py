@@ -58,6 +58,7 @@ from negotiation.analysis._metrics import (
 )
 from negotiation.analysis._multiple import holm, interval_mark
 from negotiation.analysis._paired import PairedTables
+from negotiation.analysis._power import cluster_spread, minimum_detectable_effect, power_table
 from negotiation.analysis._packet import hand_read_packet
 from negotiation.analysis._pairing import (
     METRICS,
@@ -96,12 +97,12 @@ __all__ = [
     "MetricError", "PairedTables", "PairingError", "PostHocThresholds", "Problem", "RegistryInputs", "ScenarioFrontier",
     "SettingsError", "Table", "ValidationFailed", "ValidationReport", "ValidationSettings",
     "add_late_close", "analyze_results", "bootstrap_p_value",
-    "buyer_split_series", "cluster_bootstrap", "cluster_totals", "combine_paired", "context_from_protocol",
+    "buyer_split_series", "cluster_bootstrap", "cluster_spread", "cluster_totals", "combine_paired", "context_from_protocol",
     "contrast", "contrast_values", "deal_efficiency", "default_contrasts",
     "descriptor_summary", "env_seller_utility", "episode_descriptors", "hand_read_packet",
-    "holm", "interval_mark", "load_tables", "max_welfare", "metric_series", "metrics_table",
+    "holm", "interval_mark", "load_tables", "max_welfare", "metric_series", "metrics_table", "minimum_detectable_effect",
     "nash_point", "not_estimable", "outcome_summary", "packet_results", "paired_values", "pareto_frontier",
-    "percentile_interval", "problem_from_scenario", "report_results",
+    "percentile_interval", "power_table", "problem_from_scenario", "report_results",
     "require_columns", "require_valid", "require_validated", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
     "bootstrap_settings", "scoped", "signed_distance", "solve_scenario", "solve_scenarios",
     "style_dagger", "style_summary", "synthetic_tables", "validate_episodes", "write_synthetic_results",

@@ -1,4 +1,4 @@
-"""``nego contrast|frontier|validate|analyze|report|viewer|packet|signoff``: the analysis commands.
+"""``nego contrast|power|frontier|validate|analyze|report|viewer|packet|signoff``: the analysis commands.
 
 ``negotiation.cli._mounts`` mounts these functions on ``nego``; ``analysis_app`` holds them all
 for tests.
@@ -83,6 +83,60 @@ def contrast_command(
                f"({interval.level:.0%}), p = {interval.p:.4g}, {interval.clusters} seed clusters, "
                f"{interval.episodes} paired episodes, {interval.resamples} resamples"
                + (" (re-run: a bound sat in its Monte Carlo band)" if interval.rerun else ""))
+
+
+def power_command(
+    minuend: Path = typer.Argument(..., help="Episode table (Parquet) of a pilot arm (e.g. a base arm)."),
+    subtrahend: Optional[Path] = typer.Argument(None, help="A second arm's table: its paired differences' spread "
+                                                "is used; without it, sqrt(2) x the first arm's."),
+    metric: str = typer.Option("S", "--metric", help="Metric name (S, deal, seller_u, welfare, ...)."),
+    seeds: str = typer.Option("8,16,32,64", "--seeds", help="Designs: seed clusters per arm, comma-separated."),
+    power: float = typer.Option(0.8, "--power", help="Probability of detecting the gain."),
+    tests: Optional[int] = typer.Option(None, "--tests", help="Primary contrasts Holm runs over (default: protocol)."),
+    study: str = STUDY,
+    root: Optional[Path] = ROOT,
+    json_out: bool = JSON_OPTION,
+) -> None:
+    """Smallest paired gain a design of K seed clusters detects (Holm's first step, normal approximation)."""
+    from negotiation.analysis import (
+        PairedTables, cluster_spread, context_from_protocol, power_table, with_derived_columns,
+    )
+    from negotiation.study import ContrastSpec, load_study
+
+    designs = _seed_designs(seeds)
+    paths = [minuend] if subtrahend is None else [minuend, subtrahend]
+    frames = {str(path): _episode_table(path) for path in paths}
+    if len(frames) != len(paths):
+        raise AnalysisError(str(minuend), "<file>", "minuend and subtrahend are the same file")
+    protocol = load_study(study, root).protocol
+    frames, _ = with_derived_columns(frames, context_from_protocol(protocol), protocol.environment.dirichlet_alpha)
+    weights = dict(zip(frames, (1.0, -1.0)))
+    spec = ContrastSpec(name=" - ".join(Path(p).stem for p in frames), weights=weights, metric=metric)
+    values, clusters = PairedTables(frames).values(spec)
+    spread, measured = cluster_spread(values, clusters, paired=subtrahend is not None)
+    m, alpha = tests or len(protocol.statistics.primary_family), protocol.statistics.alpha
+    rows = power_table(spread, designs, alpha=alpha, power=power, tests=m)
+    payload = {"metric": metric, "spread": spread, "measured_clusters": measured, "paired": subtrahend is not None,
+               "alpha": alpha, "tests": m, "power": power, "designs": [{"seeds": k, "mde": mde} for k, mde in rows]}
+    if json_out:
+        print_json(payload)
+        return
+    typer.echo(f"{spec.name} on {metric}: per-seed spread {spread:.4f} from {measured} seed clusters"
+               f"{'' if subtrahend is not None else ' (one arm: x sqrt 2)'}; two-sided alpha {alpha:g} / {m}, "
+               f"power {power:.0%}")
+    for k, mde in rows:
+        typer.echo(f"  {k:5d} seeds: detects a paired gain of {mde:.4f}")
+
+
+def _seed_designs(text: str) -> list[int]:
+    """``--seeds "8,16"`` as integers >= 2; anything else is a one-line error naming the value."""
+    try:
+        designs = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        designs = []
+    if not designs or min(designs) < 2:
+        raise ConfigError(f"--seeds:{text}: not a comma-separated list of seed counts, each >= 2")
+    return designs
 
 
 def frontier_command(
@@ -247,7 +301,7 @@ def packet_command(
 
 analysis_app = typer.Typer(name="analysis", help="Analysis of evaluated arms.", no_args_is_help=True,
                            add_completion=False, pretty_exceptions_show_locals=False)
-for _name, _command in (("contrast", contrast_command), ("frontier", frontier_command),
+for _name, _command in (("contrast", contrast_command), ("power", power_command), ("frontier", frontier_command),
                         ("validate", validate_command), ("analyze", analyze_command),
                         ("report", report_command), ("viewer", viewer_command), ("packet", packet_command),
                         ("signoff", signoff_command)):

@@ -26,6 +26,8 @@ _COMMANDS = {  # name: (module:attribute, the one-line help `nego --help` shows 
                       "OpenAI's chat API."),
     "contrast": ("negotiation.cli._analysis_cmds:contrast_command",
                  "Paired seed-cluster bootstrap of MINUEND − SUBTRAHEND on one metric."),
+    "power": ("negotiation.cli._analysis_cmds:power_command",
+              "Smallest paired gain a design of K seed clusters detects (Holm's first step, normal approximation)."),
     "frontier": ("negotiation.cli._analysis_cmds:frontier_command",
                  "Exact Pareto frontier, Nash point and maximum welfare of one scenario (Ũ space)."),
     "validate": ("negotiation.cli._analysis_cmds:validate_command",
