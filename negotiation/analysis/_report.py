@@ -23,10 +23,12 @@ from negotiation.analysis._multiple import MARK_STYLE_GUARD
 from negotiation.analysis._tables import BUILDERS, RegistryInputs, Report, Table
 from negotiation.study import Study, study_guard_rules
 
+# A table wider than the window scrolls in its own box (.wide), so the page keeps the window's width.
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#222}table{border-collapse:collapse;
 margin:.5em 0 1.5em}td,th{border:1px solid #bbb;padding:.2em .5em;font-size:.85em;text-align:left}
 th{background:#eef}caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
-img{max-width:100%;border:1px solid #ddd;margin:.5em 0}.fail{color:#b00;font-weight:600}.pending{color:#a60}"""
+img{max-width:100%;border:1px solid #ddd;margin:.5em 0}.fail{color:#b00;font-weight:600}.pending{color:#a60}
+.wide{max-width:100%;overflow-x:auto}"""
 
 
 def markdown_table(table: Table) -> str:
@@ -45,11 +47,11 @@ _PAGE = """<!doctype html>
 {% for name, b64 in images %}<figure id="{{ name }}"><img alt="{{ name }}" src="data:image/png;base64,{{ b64 }}"></figure>
 {% endfor %}
 {% for t in tables %}
-<table id="{{ t.key }}"><caption>{{ t.caption }}</caption>
+<div class="wide"><table id="{{ t.key }}"><caption>{{ t.caption }}</caption>
 <thead><tr>{% for h in t.headers %}<th>{{ h }}</th>{% endfor %}</tr></thead>
 <tbody>{% for row in t.rows %}<tr>{% for cell, href in row %}<td{% if cell in ("fail", "pending") %} class="{{ cell }}"{% endif %}>
 {%- if href %}<a href="{{ href }}">{{ cell }}</a>{% else %}{{ cell }}{% endif %}</td>{% endfor %}</tr>
-{% endfor %}</tbody></table>
+{% endfor %}</tbody></table></div>
 {% endfor %}
 </body></html>
 """
