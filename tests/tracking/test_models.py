@@ -16,13 +16,13 @@ from negotiation.tracking import MODEL_FORMAT, READ_ALIAS, registered_model_name
 from tests.agents.car_prefs import view
 
 
-def _arm(layout: ResultsLayout, arm: str, seller: str, weights: str | None = None) -> None:
+def _arm(layout: ResultsLayout, arm: str, seller: str, weights: str | None = None, study: str = "demo") -> None:
     out = layout.dir / "evaluate" / arm
     out.mkdir(parents=True)
     pd.DataFrame({"arm": arm, "S": [0.5, 0.7]}).to_parquet(out / "episodes.parquet", index=False)
     (out / "metrics.json").write_text(json.dumps({"S": 0.6, "episodes": 2}))
     layout.seller(arm).parent.mkdir(parents=True)
-    layout.seller(arm).write_text(json.dumps({"version": 1, "study": "demo", "arm": arm, "seller": seller,
+    layout.seller(arm).write_text(json.dumps({"version": 1, "study": study, "arm": arm, "seller": seller,
                                               "weights_sha256": weights}))
 
 
@@ -78,3 +78,25 @@ def test_a_rerun_adds_no_version_no_run_and_keeps_the_aliases(tracked):
     experiment = client.get_experiment_by_name("negotiation/demo")
     assert len(client.search_runs([experiment.experiment_id])) == 2
     assert "tags.phase = 'training'" in experiment.tags["mlflow.note.content"]
+
+
+@pytest.mark.slow  # two minutes on 2 shared cores: generation with an untrained LM runs to the token cap
+def test_an_lm_arm_loads_back_with_its_weights_and_plays_like_its_hf_seller(tmp_path, monkeypatch, tiny_lm):
+    """An lm arm's version holds the Hugging Face folder (weights, tokenizer, chat template) and,
+    loaded with MLflow's API from another folder, replies as the ``hf:`` seller of the checkpoint."""
+    from negotiation.tracking._pyfunc import build_seller
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    layout = ResultsLayout(tmp_path / "outputs/lm")
+    _arm(layout, "lm_xs_base", f"hf:{tiny_lm}", "abc", study="lm")
+    logged = run_track("lm", layout.dir)["evaluation_runs"]["lm_xs_base"]
+    name = registered_model_name("lm", "lm_xs_base")
+    assert MlflowClient().get_model_version_by_alias(name, READ_ALIAS).tags["weights_in_model"] == "true"
+    files = {a.path.rsplit("/", 1)[-1] for a in MlflowClient().list_artifacts(
+        logged["run_id"], "model/artifacts/checkpoint")}
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= files
+    model = mlflow.pyfunc.load_model(f"models:/{name}@{READ_ALIAS}")
+    views = [view(sample_seed=s) for s in (1, 2)]
+    replies = model.predict(views)
+    direct = build_seller({"study": "lm", "seller": f"hf:{tiny_lm}"}, None)
+    assert len(replies) == 2 and replies == [direct.respond(v).text for v in views]
