@@ -64,7 +64,10 @@ def _stage(folder: Path, target: Path) -> None:
 
 def requirements(kind: str) -> list[str]:
     """Pinned requirements of a seller model (the ``negotiation`` package itself comes from the checkout)."""
-    names = _REQUIREMENTS + (_LLM_REQUIREMENTS if kind in ("hf", "vllm") else ())
+    from negotiation.agents import agent_kind
+
+    record = agent_kind(kind)  # a prompted model loaded from local weights needs transformers
+    names = _REQUIREMENTS + (_LLM_REQUIREMENTS if record.reads_sampling and record.local_weights else ())
     pins = []
     for name in names:
         try:
