@@ -10,12 +10,13 @@ from negotiation.agents._llm_ratelimit import (RateLimit, RateLimiter, configure
 from negotiation.agents._offers import offer_at_target
 from negotiation.agents._prose import action_json, render_accept, render_counter, term_phrase
 from negotiation.agents._scripted import ScriptedAgent, make_scripted
-from negotiation.agents._spec import AgentSpec, make_agent, parse_spec, register_kind
+from negotiation.agents._kinds import AgentKind, agent_kind, kind_names, register_kind
+from negotiation.agents._spec import AgentSpec, kind_factory, make_agent, parse_spec
 from negotiation.env import Agent, Reply, View
 
 __all__ = [
-    "Agent", "AgentCallError", "AgentSpec", "RateLimit", "RateLimiter", "Reply", "RetryPolicy", "ScriptedAgent", "View", "action_json",
-    "configure_rate_limits", "configured_rate_limits", "install_limiters", "make_agent", "provider_limiter",
+    "Agent", "AgentCallError", "AgentKind", "AgentSpec", "RateLimit", "RateLimiter", "Reply", "RetryPolicy", "ScriptedAgent", "View", "action_json", "agent_kind",
+    "configure_rate_limits", "configured_rate_limits", "install_limiters", "kind_factory", "kind_names", "make_agent", "provider_limiter",
     "rate_limits_from_params",
     "make_scripted", "offer_at_target", "parse_spec", "register_kind", "render_accept",
     "render_counter", "term_phrase", "Policy", "PolicyAgent", "PolicyArch",

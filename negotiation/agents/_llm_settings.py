@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from negotiation.agents._kinds import agent_kind
 from negotiation.agents._llm_retry import RetryPolicy
 from negotiation.agents._llm_sampling import Decoding, SamplingRole
 from negotiation.agents._spec import AgentSpec
@@ -57,10 +58,10 @@ class LLMSettings(BaseModel):
 
 
 def default_sampling_role(kind: str, role: Role) -> SamplingRole:
-    """Buyers use ``buyer``; self-served sellers (vllm, hf) ``self_served_seller``; others ``reference_seller``."""
-    if role == "buyer":
-        return "buyer"
-    return "self_served_seller" if kind in ("vllm", "hf", "policy") else "reference_seller"
+    """Buyers use ``buyer``; a seller its kind's ``AgentKind.seller_sampling`` (``kind``: a kind
+    name or a spec; an unknown kind is an error naming it, never the reference seller's setting)."""
+    seller_sampling = agent_kind(kind).seller_sampling
+    return "buyer" if role == "buyer" else seller_sampling
 
 
 def llm_settings(protocol: Any, sampling_role: SamplingRole, **overrides: Any) -> LLMSettings:

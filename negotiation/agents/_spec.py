@@ -1,7 +1,8 @@
 """Agent spec strings: ``kind:target?key=value&...`` names every seller and buyer.
 
-Kinds resolve lazily through a registry of import paths, so choosing ``scripted:boulware``
-never imports torch or litellm. Secrets never appear in specs: they come from the environment.
+Kinds resolve lazily through their ``AgentKind`` records (``_kinds``), so choosing
+``scripted:boulware`` never imports torch or litellm. Secrets never appear in specs: they come
+from the environment.
 """
 
 from __future__ import annotations
@@ -14,19 +15,10 @@ from typing import Any, Callable, Iterable
 from urllib.parse import parse_qsl
 
 from negotiation._install import install_hint
+from negotiation.agents._kinds import AgentKind, agent_kind
 from negotiation.agents._llm_secrets import forbid_inline_secrets
 from negotiation.env import Role
 from negotiation.errors import ConfigError
-
-# kind -> "module:factory"; a factory takes (AgentSpec, role) and returns an Agent.
-_FACTORIES: dict[str, str] = {
-    "scripted": "negotiation.agents._scripted:make_scripted",
-    "policy": "negotiation.agents._policy:make_policy_agent",
-    "litellm": "negotiation.agents._llm:make_litellm_agent",
-    "vllm": "negotiation.agents._llm_vllm:make_vllm_agent",
-    "hf": "negotiation.agents._llm_hf:make_hf_agent",
-}
-
 
 @dataclass(frozen=True)
 class AgentSpec:
@@ -84,8 +76,7 @@ def parse_spec(text: str) -> AgentSpec:
     if not isinstance(text, str) or ":" not in text:
         raise ConfigError(f"agent spec {text!r}: expected 'kind:target', e.g. 'scripted:boulware'")
     kind, rest = text.split(":", 1)
-    if kind not in _FACTORIES:
-        raise ConfigError(f"agent spec {text!r}:kind: unknown kind {kind!r}; known: {', '.join(sorted(_FACTORIES))}")
+    agent_kind(text)  # an unknown kind: an error naming the spec and the known kinds
     target, _, query = rest.partition("?")
     if not target:
         raise ConfigError(f"agent spec {text!r}:target: empty")
@@ -94,19 +85,19 @@ def parse_spec(text: str) -> AgentSpec:
     return AgentSpec(kind, target, options, text)
 
 
-def register_kind(kind: str, factory_path: str) -> None:
-    """Register a new agent kind by ``module:function`` path (plugins, tests)."""
-    _FACTORIES[kind] = factory_path
-
-
-def make_agent(spec: str | AgentSpec, role: Role) -> Any:
-    """Build the agent a spec names, for ``role``."""
-    parsed = parse_spec(spec) if isinstance(spec, str) else spec
-    module_name, func_name = _FACTORIES[parsed.kind].split(":")
+def kind_factory(kind: AgentKind, spec_text: str = "") -> Callable[..., Any]:
+    """The factory function of ``kind``, imported now (a missing package: an error with the hint)."""
+    module_name, func_name = kind.factory.split(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         hint = install_hint(exc) or "install the package that provides it"
-        raise ConfigError(f"agent spec {parsed.text!r}: kind {parsed.kind!r} needs a package that is missing "
-                          f"({exc.name}); {hint}") from exc
-    return getattr(module, func_name)(parsed, role)
+        raise ConfigError(f"agent spec {spec_text or kind.name!r}: kind {kind.name!r} needs a package that is "
+                          f"missing ({exc.name}); {hint}") from exc
+    return getattr(module, func_name)
+
+
+def make_agent(spec: str | AgentSpec, role: Role) -> Any:
+    """Build the agent a spec names, for ``role`` (language models with their spec's study settings)."""
+    parsed = parse_spec(spec) if isinstance(spec, str) else spec
+    return kind_factory(agent_kind(parsed.text or parsed.kind), parsed.text)(parsed, role)

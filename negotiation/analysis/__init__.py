@@ -57,6 +57,7 @@ from negotiation.analysis._metrics import (
     score_identity_gap,
 )
 from negotiation.analysis._multiple import holm, interval_mark
+from negotiation.analysis._metric_record import Metric, register_metric, table_metrics
 from negotiation.analysis._paired import PairedTables
 from negotiation.analysis._power import cluster_spread, minimum_detectable_effect, power_table
 from negotiation.analysis._packet import hand_read_packet
@@ -93,7 +94,7 @@ from negotiation.analysis._viewer import viewer_html, write_viewer
 
 __all__ = [
     "EFFICIENCY_COLUMNS", "EPISODE_COLUMNS", "METRICS", "PAIR_KEY", "Allocation", "AnalysisError", "AnalysisResult", "BootstrapSettings",
-    "Frontier", "FrontierError", "GuardResult", "MetricContext",
+    "Frontier", "FrontierError", "GuardResult", "Metric", "MetricContext",
     "MetricError", "PairedTables", "PairingError", "PostHocThresholds", "Problem", "RegistryInputs", "ScenarioFrontier",
     "SettingsError", "Table", "ValidationFailed", "ValidationReport", "ValidationSettings",
     "add_late_close", "analyze_results", "bootstrap_p_value",
@@ -102,10 +103,10 @@ __all__ = [
     "descriptor_summary", "env_seller_utility", "episode_descriptors", "hand_read_packet",
     "holm", "interval_mark", "load_tables", "max_welfare", "metric_series", "metrics_table", "minimum_detectable_effect",
     "nash_point", "not_estimable", "outcome_summary", "packet_results", "paired_values", "pareto_frontier",
-    "percentile_interval", "power_table", "problem_from_scenario", "report_results",
+    "percentile_interval", "power_table", "problem_from_scenario", "register_metric", "report_results",
     "require_columns", "require_valid", "require_validated", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
     "bootstrap_settings", "scoped", "signed_distance", "solve_scenario", "solve_scenarios",
-    "style_dagger", "style_summary", "synthetic_tables", "validate_episodes", "write_synthetic_results",
+    "style_dagger", "style_summary", "synthetic_tables", "table_metrics", "validate_episodes", "write_synthetic_results",
     "validate_results", "validation_settings", "viewer_html", "viewer_results", "walk_aways", "with_derived_columns",
     "write_analysis", "write_report", "write_viewer",
 ]

@@ -14,7 +14,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.analysis._errors import MetricError
-from negotiation.analysis._pairing import welfare
+from negotiation.analysis._metric_record import add_derived, table_metrics
 from negotiation.protocol import NoDealPenalty  # the protocol's rule for λ, not a second one
 
 PANEL_ALL = "all"
@@ -71,37 +71,25 @@ def require_columns(frame: pd.DataFrame, columns: Sequence[str], where: str) -> 
         raise MetricError(where, missing[0], f"column missing from the table (have {sorted(frame.columns)[:8]}...)")
 
 
-MEAN_COLUMNS = ("S", "deal_rate", "seller_u", "buyer_u", "welfare", "seller_u_dist", "seller_u_integ",
-                "buyer_u_dist", "buyer_u_integ", "mean_turns", "late_close_share", "at_cap_share",
-                "accept_with_terms_share")
-"""Metrics that are means of a per-episode column (NaN where an episode does not count)."""
 SUM_COLUMNS = ("n_bad_all", "n_turns", "n_bad_seller", "n_seller_turns")
+"""Counts summed per group: the bad-parse rates pool turns (ratios of sums)."""
 
 
 def _prepared(episodes: pd.DataFrame, context: MetricContext) -> pd.DataFrame:
-    """Per-episode columns whose group means (NaN skipped) are the metrics.
+    """Per-episode columns whose group means (NaN skipped) are the metrics (``table_metrics``).
 
     Deal-only columns are NaN on no-deals, whatever the table holds there, so a mean
     over a group is the mean over its deals.
     """
-    deal = episodes["deal"].astype(bool)
-    seller_u, buyer_u = episodes["seller_u"].astype(float), episodes["buyer_u"].astype(float)
-    closing = pd.to_numeric(episodes["closing_turn"], errors="coerce")
-    turns = episodes["n_turns"].astype(float)
-    out = pd.DataFrame({
-        "arm": episodes["arm"], "domain": episodes["domain"], "buyer": episodes["buyer"],
-        "S": episodes["S"].astype(float), "deal_rate": deal.astype(float),
-        "seller_u": seller_u.where(deal), "buyer_u": buyer_u.where(deal), "welfare": welfare(episodes).where(deal),
-        "mean_turns": turns,
-        "late_close_share": (closing >= context.converge_turn).astype(float).where(deal),
-        "at_cap_share": (~deal & (turns >= context.turn_cap)).astype(float),
-        "accept_with_terms_share": episodes["accept_had_terms"].astype(float).where(
-            deal & (episodes["closed_by"] == "seller")),
-    })
-    for part in ("seller_u_dist", "seller_u_integ", "buyer_u_dist", "buyer_u_integ"):
-        out[part] = episodes[part].astype(float).where(deal)
+    derived = add_derived(episodes, context.converge_turn, context.turn_cap)
+    deal = derived["deal"].astype(bool)
+    columns = {"arm": episodes["arm"], "domain": episodes["domain"], "buyer": episodes["buyer"]}
+    for column, metric in table_metrics().items():
+        value = metric.value(derived).astype(float)
+        columns[column] = value.where(deal) if metric.deal_only else value
+    out = pd.DataFrame(columns)  # one constructor: pandas then sums S in the same order as always
     for column in SUM_COLUMNS:
-        out[column] = episodes[column].astype(float)
+        out[f"sum:{column}"] = episodes[column].astype(float)
     split = context.buyer_split or ("", "")
     out["S_same"] = out["S"].where(episodes["buyer"] == split[0])
     out["S_other"] = out["S"].where(episodes["buyer"] == split[1])
@@ -111,8 +99,8 @@ def _prepared(episodes: pd.DataFrame, context: MetricContext) -> pd.DataFrame:
 def _summaries(prepared: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """One row per group: every metric of ``outcome_summary`` plus the buyer split."""
     groups = prepared.groupby(by, sort=False)
-    table = groups[list(MEAN_COLUMNS) + ["S_same", "S_other"]].mean()
-    sums = groups[list(SUM_COLUMNS)].sum()
+    table = groups[list(table_metrics()) + ["S_same", "S_other"]].mean()
+    sums = groups[[f"sum:{c}" for c in SUM_COLUMNS]].sum().rename(columns=lambda c: c.removeprefix("sum:"))
     table.insert(0, "episodes", groups.size())
     with np.errstate(divide="ignore", invalid="ignore"):
         table["bad_parse_all"] = sums["n_bad_all"] / sums["n_turns"]

@@ -8,13 +8,16 @@ deal-only metrics are restricted to the keys every arm closed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
 from negotiation.analysis._errors import MetricError, PairingError
+from negotiation.analysis._metric_record import METRICS, Metric, add_late_close, welfare
+
+__all__ = ["CLUSTER", "METRICS", "PAIR_KEY", "SCENARIO_KEY", "add_late_close", "buyer_split_series",
+           "combine_paired", "key_text", "metric_series", "metric_spec", "paired_values", "welfare"]
 
 PAIR_KEY = ("domain", "seed", "buyer")
 """Columns that identify one scenario cell across arms."""
@@ -24,71 +27,19 @@ CLUSTER = "seed"
 """Resampling unit: a seed carries all its domains and both buyers."""
 
 
-@dataclass(frozen=True)
-class MetricSpec:
-    """How one metric is read from an episode table."""
-
-    label: str
-    """Human name used in tables."""
-    deal_only: bool
-    """True when the metric is defined on closed deals only."""
-    value: Callable[[pd.DataFrame], pd.Series]
-    """Per-episode value from the episode table."""
-
-
 def key_text(key: object) -> str:
     """A key tuple as plain Python literals (numpy scalars unwrapped) for messages."""
     items = key if isinstance(key, tuple) else (key,)
     return repr(tuple(getattr(item, "item", lambda item=item: item)() for item in items))
 
 
-def welfare(frame: pd.DataFrame) -> pd.Series:
-    """Joint welfare of each episode, ``seller_u + buyer_u`` (NaN on no-deals): the one definition
-    the metrics table and the contrasts read."""
-    return frame["seller_u"].astype(float) + frame["buyer_u"].astype(float)
-
-
-def _column(name: str) -> Callable[[pd.DataFrame], pd.Series]:
-    return lambda frame: frame[name].astype(float)
-
-
-METRICS: dict[str, MetricSpec] = {
-    "S": MetricSpec("S", False, _column("S")),
-    "deal": MetricSpec("deal rate", False, _column("deal")),
-    "n_turns": MetricSpec("turns", False, _column("n_turns")),
-    "seller_u": MetricSpec("deal-only seller Ũ", True, _column("seller_u")),
-    "buyer_u": MetricSpec("buyer Ũ", True, _column("buyer_u")),
-    "welfare": MetricSpec("joint welfare", True, welfare),
-    "seller_u_dist": MetricSpec("seller Ũ distributive", True, _column("seller_u_dist")),
-    "seller_u_integ": MetricSpec("seller Ũ integrative", True, _column("seller_u_integ")),
-    "buyer_u_dist": MetricSpec("buyer Ũ distributive", True, _column("buyer_u_dist")),
-    "buyer_u_integ": MetricSpec("buyer Ũ integrative", True, _column("buyer_u_integ")),
-    "seller_u_integ_minus_dist": MetricSpec(
-        "seller Ũ integrative minus distributive", True,
-        lambda f: f["seller_u_integ"].astype(float) - f["seller_u_dist"].astype(float)),
-    "closes_late": MetricSpec("closes at or after the converge turn", True, _column("closes_late")),
-    "frontier_distance": MetricSpec("distance to the Pareto frontier", True, _column("frontier_distance")),
-    "nash_distance": MetricSpec("distance to the Nash point", True, _column("nash_distance")),
-    "welfare_share": MetricSpec("share of the maximum welfare", True, _column("welfare_share")),
-}
-"""Metrics a contrast can name; ``closes_late`` needs :func:`add_late_close` and the last
-three need the per-deal efficiency columns (``deal_efficiency``)."""
-
-
-def metric_spec(metric: str) -> MetricSpec:
-    """The spec of ``metric``, or a MetricError listing the known names."""
-    try:
-        return METRICS[metric]
-    except KeyError:
-        raise MetricError("contrast", "metric", f"unknown metric {metric!r}; known: {sorted(METRICS)}") from None
-
-
-def add_late_close(episodes: pd.DataFrame, converge_turn: int) -> pd.DataFrame:
-    """Copy of ``episodes`` with ``closes_late``: a deal closed at or after ``converge_turn``."""
-    out = episodes.copy()
-    closing = pd.to_numeric(out["closing_turn"], errors="coerce")
-    out["closes_late"] = (out["deal"].astype(bool) & (closing >= converge_turn)).astype(float)
-    return out
+def metric_spec(metric: str) -> Metric:
+    """The record of ``metric``, or a MetricError listing the names a contrast may use."""
+    found = METRICS.get(metric)
+    if found is None or not found.pairable:
+        known = sorted(name for name, m in METRICS.items() if m.pairable)
+        raise MetricError("contrast", "metric", f"unknown metric {metric!r}; known: {known}")
+    return found
 
 
 def metric_series(

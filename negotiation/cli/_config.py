@@ -17,7 +17,7 @@ from negotiation.names import check_name
 if TYPE_CHECKING:  # the engine (asyncio, numpy) loads only for the commands that run one
     from negotiation.env import EnvConfig
 
-__all__ = ["CHECKPOINT_KINDS", "PHASES", "Phase", "checkpoint_study", "dirichlet_alpha_for", "env_config_for",
+__all__ = ["PHASES", "Phase", "checkpoint_study", "dirichlet_alpha_for", "env_config_for",
            "environment_of", "require_study"]
 
 Phase = Literal["evaluation", "training"]
@@ -62,22 +62,21 @@ def dirichlet_alpha_for(study: str, root: Path | None = None) -> float:
     return environment_of(study, root).dirichlet_alpha
 
 
-CHECKPOINT_KINDS = ("hf", "vllm")
-"""Agent kinds whose target is a checkpoint folder that a study's pipeline built."""
-
-
 def checkpoint_study(specs: tuple[str, ...], root: Path | None = None) -> str | None:
-    """The study whose pipeline built the first ``hf:``/``vllm:`` checkpoint among ``specs``: the
+    """The study whose pipeline built the first checkpoint (``AgentKind.checkpoint_of_study``: hf,
+    vllm) among ``specs``: the
     ``study`` of its ``warm_start.json`` (a ladder base), else the ``outputs/<study>/`` folder it
     lies in; ``None`` when no spec names such a checkpoint of a study under ``protocol/`` (the
     caller's default study applies)."""
     import json
 
+    from negotiation.agents import agent_kind
+
     root = Path(root or find_root()).resolve()
     outputs = root / "outputs"
     for spec in specs:
-        kind, _, rest = spec.partition(":")
-        if kind not in CHECKPOINT_KINDS or not rest:
+        _, _, rest = spec.partition(":")
+        if not agent_kind(spec).checkpoint_of_study or not rest:
             continue
         folder = Path(rest.partition("?")[0]).resolve()
         record = folder / "warm_start.json"  # negotiation.ladder.WARM_START_RECORD (not imported: torch)

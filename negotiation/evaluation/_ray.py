@@ -27,7 +27,7 @@ from typing import Any, Callable
 import ray
 from ray.exceptions import ObjectLostError, RayActorError, RayTaskError, WorkerCrashedError
 
-from negotiation.agents import configured_rate_limits, parse_spec
+from negotiation.agents import agent_kind, configured_rate_limits, parse_spec
 from negotiation.env import EnvConfig
 from negotiation.errors import NegotiationError
 from negotiation.evaluation._backend import ExecutionBackend
@@ -104,7 +104,7 @@ async def _run_todo_ray(cell: CellSpec, store: ResultsStore, env: EnvConfig, poo
     seller_actor = None
     try:
         factory = pool.factory
-        served = cell.seller.startswith("vllm:") and parse_spec(cell.seller).option("api_base", None) is None
+        served = agent_kind(cell.seller).served and parse_spec(cell.seller).option("api_base", None) is None
         api_base = None
         if served:
             seller_actor, api_base = await start_seller(factory, cell.seller, seller_gpus)

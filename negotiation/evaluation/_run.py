@@ -17,8 +17,8 @@ from typing import Any, Callable, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from negotiation.agents import (RetryPolicy, SamplingRole, ServeSettings, default_sampling_role, parse_spec,
-                               redact_obj)
+from negotiation.agents import (RetryPolicy, SamplingRole, ServeSettings, agent_kind, default_sampling_role,
+                                parse_spec, redact_obj)
 from negotiation.evaluation._accounting import arm_accounting, write_accounting, write_json
 from negotiation.evaluation._backend import ExecutionBackend
 from negotiation.evaluation._cell import AgentFactory, AgentPool, CellProgress, CellSpec, prompt_hash_of, run_cell
@@ -100,7 +100,7 @@ def _write_sampling(out: Path, cell: CellSpec, pool: AgentPool, protocol_hash: s
 def _seller_gpus(cell: CellSpec, serve: ServeSettings | None) -> int:
     """GPUs a served seller's actor reserves on a cluster: the serving tensor parallelism (from
     ``serve``, i.e. the protocol's size, else the spec's ``tp=``), 0 for sellers that are not served."""
-    if not cell.seller.startswith("vllm:"):  # (a factory may know kinds the spec parser does not)
+    if not agent_kind(cell.seller).served:
         return 0
     return serve.tensor_parallel_size if serve is not None else parse_spec(cell.seller).option("tp", 1, int)
 
@@ -117,7 +117,7 @@ def cell_fingerprint(cell: CellSpec, pool: AgentPool, protocol: Any, protocol_ha
     agents.update({f"buyer:{spec}": pool.peek(spec, "buyer") for spec in cell.buyers.values()})
     planned = {name: {"requested": a.record.requested, "sent": a.record.sent}
                for name, a in sorted(agents.items()) if getattr(a, "record", None) is not None}
-    role = seller_sampling or default_sampling_role(cell.seller.split(":", 1)[0], "seller")  # type: ignore[arg-type]
+    role = seller_sampling or default_sampling_role(cell.seller, "seller")
     sampling = {"protocol": protocol.sampling.model_dump(mode="json"), "seller_role": role, "agents": planned}
     weights = seller_weights or seller_weights_sha256(cell.seller)
     return StoreFingerprint(seller=cell.seller, seller_weights_sha256=weights, buyers=dict(cell.buyers),
@@ -207,7 +207,7 @@ async def evaluate_arm(protocol: Any, arm_name: str, arm: Any, seller: str, resu
         on_progress: as for ``evaluate_cell``.
     """
     layout = ResultsLayout(Path(results_dir))
-    serve = ServeSettings.from_protocol(protocol, arm.size) if seller.startswith("vllm:") and arm.size else None
+    serve = ServeSettings.from_protocol(protocol, arm.size) if agent_kind(seller).served and arm.size else None
     cell = build_cell(protocol, arm=arm_name, seller=seller)
     return await evaluate_cell(cell, layout.episodes(arm_name).parent, protocol, protocol_hash=protocol_hash,
                                options=options, seller_sampling=arm_sampling_role(arm), serve=serve,

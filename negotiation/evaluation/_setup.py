@@ -7,18 +7,16 @@ token cap, serving arguments, domains, seeds and buyers are all read from the lo
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
-from negotiation.agents import (RetryPolicy, SamplingRole, ServeSettings, default_sampling_role, llm_settings,
-                                make_agent, make_hf_agent, make_litellm_agent, make_vllm_agent, parse_spec)
+from negotiation.agents import (RetryPolicy, SamplingRole, ServeSettings, agent_kind, default_sampling_role,
+                                kind_factory, llm_settings, make_agent, parse_spec)
 from negotiation.protocol import env_config  # re-exported: the harness's entry points use it
 from negotiation.env import EnvConfig
 from negotiation.errors import ConfigError
 from negotiation.names import check_name
 from negotiation.evaluation._cell import AgentFactory, CellSpec
 
-_LLM_FACTORIES = {"litellm": make_litellm_agent, "vllm": make_vllm_agent, "hf": make_hf_agent}
 _ARM_SAMPLING: dict[str, SamplingRole] = {"base": "self_served_seller", "trained": "self_served_seller",
                                            "reference": "reference_seller"}
 
@@ -32,19 +30,19 @@ def arm_sampling_role(arm: Any | None) -> SamplingRole | None:
 
 def agent_factory(protocol: Any, *, retry: RetryPolicy, max_concurrency: int,
                   seller_sampling: SamplingRole | None = None, serve: ServeSettings | None = None) -> AgentFactory:
-    """``(spec, role) -> agent`` with the protocol's settings for LLM kinds."""
+    """``(spec, role) -> agent`` with the protocol's settings for kinds that read them
+    (``AgentKind.reads_sampling``) and its serving settings for served kinds."""
 
     def build(spec_text: str, role: str) -> Any:
         spec = parse_spec(spec_text)
-        factory = _LLM_FACTORIES.get(spec.kind)
-        if factory is None:
+        kind = agent_kind(spec_text)
+        if not kind.reads_sampling:
             return make_agent(spec, role)  # type: ignore[arg-type]
         sampling_role = seller_sampling if role == "seller" and seller_sampling else \
             default_sampling_role(spec.kind, role)  # type: ignore[arg-type]
         settings = llm_settings(protocol, sampling_role, retry=retry, max_concurrency=max_concurrency)
-        if spec.kind == "vllm":
-            factory = partial(make_vllm_agent, serve=serve)
-        return factory(spec, role, settings)  # type: ignore[operator]
+        extra = {"serve": serve} if kind.served else {}
+        return kind_factory(kind, spec_text)(spec, role, settings, **extra)
 
     return build
 

@@ -13,8 +13,6 @@ from pathlib import Path
 
 HASH_CHUNK = 1 << 20
 """Bytes read at a time when hashing weights (a 31B checkpoint never sits in memory whole)."""
-LOCAL_WEIGHT_KINDS = ("policy", "hf", "vllm")
-"""Seller kinds whose spec target is a checkpoint on disk (``litellm`` and ``scripted`` have none)."""
 
 
 def is_optimizer_state(relative: Path) -> bool:
@@ -41,10 +39,10 @@ def folder_sha256(folder: Path) -> str:
 def seller_weights_sha256(seller: str, root: Path | None = None) -> str | None:
     """``folder_sha256`` of the checkpoint ``seller`` names (relative to the repository ``root``,
     as the pipeline's specs are), or None for a seller kind without local weights."""
-    if seller.split(":", 1)[0] not in LOCAL_WEIGHT_KINDS:  # (a test's factory may know kinds parse_spec does not)
-        return None
-    from negotiation.agents import parse_spec
+    from negotiation.agents import agent_kind, parse_spec
 
+    if not agent_kind(seller).local_weights:  # (``AgentKind.local_weights``: litellm, scripted have none)
+        return None
     spec = parse_spec(seller)
     target = Path(spec.target)
     if not target.is_absolute():

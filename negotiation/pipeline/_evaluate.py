@@ -21,7 +21,7 @@ from negotiation.evaluation import (AgentPool, CellProgress, ExecutionBackend, R
                                     agent_factory, arm_sampling_role, build_cell, cell_fingerprint,
                                     env_config, evaluate_cell, parse_backend, pilot_record, run_pilot,
                                     write_redacted)
-from negotiation.agents import ServeSettings, configure_rate_limits, parse_spec, rate_limits_from_params
+from negotiation.agents import ServeSettings, agent_kind, configure_rate_limits, rate_limits_from_params
 from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._stage import PARAMS_FILE, knob_source, runtime_count, runtime_knob
 from negotiation.study import PilotRecord, ResultsLayout, Study, load_study, protocol_hash
@@ -48,14 +48,10 @@ def _seller_weights(layout: ResultsLayout, arm: str) -> str | None:
     return json.loads(layout.seller(arm).read_text(encoding="utf-8")).get("weights_sha256")
 
 
-_TORCH_KINDS = ("policy", "hf")
-"""Seller kinds that run torch inside the stage process (``litellm``/``vllm`` sellers are served)."""
-
-
 def _torch_single_thread(seller: str) -> None:
     """Small policy networks run ~100x slower with two threads on two shared cores. Only a seller
     that runs torch here imports it: the import alone costs seconds per stage process."""
-    if parse_spec(seller).kind not in _TORCH_KINDS:
+    if not agent_kind(seller).in_process_torch:
         return
     try:
         import torch
@@ -70,7 +66,7 @@ def _agent_settings(study: Study, arm_name: str, seller: str) -> dict[str, Any]:
     # Served as the arm actually ran: the frozen protocol with its deviations' values (the paper's
     # 31B arms on four accelerators, deviation 17), not the frozen two.
     protocol = effective_protocol(study.protocol, load_registry(study.name, study.root), arm_name)
-    serve = ServeSettings.from_protocol(protocol, arm.size) if seller.startswith("vllm:") and arm.size else None
+    serve = ServeSettings.from_protocol(protocol, arm.size) if agent_kind(seller).served and arm.size else None
     return {"seller_sampling": arm_sampling_role(arm), "serve": serve}
 
 

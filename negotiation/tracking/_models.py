@@ -28,18 +28,16 @@ MODEL_ARTIFACTS = "model"
 """Artifact folder of an evaluation run holding the seller's MLflow model."""
 COPY_LIMIT_BYTES = 2 * 1024**3
 """Checkpoints up to this size are copied into the model; larger ones are read from the checkout."""
-WEIGHT_KINDS = ("policy", "hf", "vllm")
-"""Spec kinds whose target is a checkpoint folder."""
 _REQUIREMENTS = ("mlflow", "numpy", "pandas", "pydantic", "pyyaml", "torch")
 _LLM_REQUIREMENTS = ("transformers", "tokenizers", "safetensors")
 
 
 def checkpoint_folder(record: dict[str, Any], root: Path) -> Path | None:
     """The checkpoint folder a seller record's spec names (``None`` for a scripted seller)."""
-    from negotiation.agents import parse_spec
+    from negotiation.agents import agent_kind, parse_spec
 
     spec = parse_spec(record["seller"])
-    if spec.kind not in WEIGHT_KINDS:
+    if not agent_kind(spec.text).local_weights:
         return None
     folder = Path(spec.target) if Path(spec.target).is_absolute() else Path(root) / spec.target
     return folder if folder.is_dir() else None
@@ -66,7 +64,10 @@ def _stage(folder: Path, target: Path) -> None:
 
 def requirements(kind: str) -> list[str]:
     """Pinned requirements of a seller model (the ``negotiation`` package itself comes from the checkout)."""
-    names = _REQUIREMENTS + (_LLM_REQUIREMENTS if kind in ("hf", "vllm") else ())
+    from negotiation.agents import agent_kind
+
+    record = agent_kind(kind)  # a prompted model loaded from local weights needs transformers
+    names = _REQUIREMENTS + (_LLM_REQUIREMENTS if record.reads_sampling and record.local_weights else ())
     pins = []
     for name in names:
         try:

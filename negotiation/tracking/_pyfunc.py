@@ -24,8 +24,6 @@ SELLER_ARTIFACT = "seller"
 """Key of the ``seller.json`` copy among the model's artifacts."""
 CHECKPOINT_ARTIFACT = "checkpoint"
 """Key of the checkpoint folder copy among the model's artifacts (absent for scripted sellers)."""
-LLM_KINDS = ("hf", "vllm", "litellm")
-"""Spec kinds built with the study's sampling settings (the study's protocol is read at load)."""
 
 
 def seller_spec(record: dict[str, Any], checkpoint: str | None) -> str:
@@ -41,10 +39,10 @@ def seller_spec(record: dict[str, Any], checkpoint: str | None) -> str:
 
 def build_seller(record: dict[str, Any], checkpoint: str | None) -> Any:
     """The seller agent of a ``seller.json`` record (LLM kinds with the study's settings)."""
-    from negotiation.agents import make_agent, parse_spec
+    from negotiation.agents import agent_kind, make_agent
 
     spec = seller_spec(record, checkpoint)
-    if parse_spec(spec).kind not in LLM_KINDS:
+    if not agent_kind(spec).reads_sampling:
         return make_agent(spec, "seller")
     from negotiation.agents import RetryPolicy
     from negotiation.evaluation import agent_factory
@@ -69,4 +67,4 @@ class SellerModel(mlflow.pyfunc.PythonModel):
         return [self.agent.respond(view).text for view in views]
 
 
-__all__ = ["CHECKPOINT_ARTIFACT", "LLM_KINDS", "SELLER_ARTIFACT", "SellerModel", "build_seller", "seller_spec"]
+__all__ = ["CHECKPOINT_ARTIFACT", "SELLER_ARTIFACT", "SellerModel", "build_seller", "seller_spec"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from negotiation.agents import AgentSpec, ScriptedAgent, make_agent, parse_spec, register_kind
-from negotiation.agents import _spec
+from negotiation.agents import AgentKind, AgentSpec, ScriptedAgent, make_agent, parse_spec, register_kind
+from negotiation.agents import _kinds
 from negotiation.errors import ConfigError
 
 
@@ -52,10 +52,10 @@ def test_make_agent_builds_scripted_agents_with_options():
 
 
 def test_registered_kinds_resolve_lazily(monkeypatch):
-    monkeypatch.setattr(_spec, "_FACTORIES", dict(_spec._FACTORIES))
-    register_kind("echo", "negotiation.agents._scripted:make_scripted")
+    monkeypatch.setattr(_kinds, "_KINDS", dict(_kinds._KINDS))
+    register_kind(AgentKind("echo", "negotiation.agents._scripted:make_scripted", "reference_seller"))
     assert make_agent("echo:linear", "seller").strategy.e == 1.0
-    register_kind("ghost", "negotiation_ghost_module:make")
+    register_kind(AgentKind("ghost", "negotiation_ghost_module:make", "reference_seller"))
     with pytest.raises(ConfigError, match=r"kind 'ghost' needs a package that is missing \(negotiation_ghost_module\)"):
         make_agent("ghost:x", "seller")
 

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from tests.evaluation.helpers import DEMO
 
-from negotiation.agents import make_agent
+from negotiation.agents import AgentKind, make_agent, register_kind
+from negotiation.agents import _kinds
 from negotiation.evaluation import CellSpec, PilotResult, RunOptions, decide, evaluate_cell
 from negotiation.protocol import PilotGate, load_json_model
 from negotiation.study import PilotRecord
@@ -53,6 +54,13 @@ class Sloppy:
 
 def factory(spec, role):
     return Sloppy() if spec == "test:sloppy" else make_agent(spec, role)
+
+
+@pytest.fixture(autouse=True)
+def test_kind(monkeypatch):
+    """The ``test:`` kind this module's factory builds (a cell's fingerprint reads its record)."""
+    monkeypatch.setattr(_kinds, "_KINDS", dict(_kinds._KINDS))
+    register_kind(AgentKind("test", "tests.evaluation.test_pilot:factory", "reference_seller"))
 
 
 CELL = CellSpec(study="demo", arm="sloppy_arm", seller="test:sloppy",
