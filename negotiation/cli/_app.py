@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import click
 
 from negotiation._install import install_hint
+from negotiation.cli._coerce import install_plain_params
 from negotiation.errors import ConfigError, NegotiationError, format_validation_error
 
 __all__ = ["EXIT_FAILED", "EXIT_INPUT", "app", "lazy_command", "main", "one_line", "run"]
@@ -115,6 +116,7 @@ class _ReportingGroup(TyperGroup):
             raise typer.Exit(_report(exc)) from None
 
 
+install_plain_params()  # option values converted without pydantic where that is exact (_coerce)
 app = typer.Typer(
     cls=_ReportingGroup,
     name="nego",
