@@ -92,7 +92,7 @@ def test_score_and_u_tilde_equal_the_plain_feature_sum(domain, seed, role, data)
     got = (score.u, score.u_tilde, score.distributive, score.integrative, score.n_off_schema,
            score.n_invalid, score.n_out_of_range)
     assert got == _reference_score(domain, prefs, ledger)
-    assert u_tilde(domain, prefs, ledger) == score.u_tilde  # stored the second time (scalars)
+    assert u_tilde(domain, prefs, ledger) == score.u_tilde  # from the memo (scalars)
     assert u_tilde(domain, prefs, ledger) == score.u_tilde  # a memo hit the third
 
 
@@ -104,7 +104,7 @@ def test_memoized_scores_never_mix_up_equal_values_of_other_types(domain, seed, 
     names = data.draw(st.lists(st.sampled_from(domain.term_names), min_size=1, max_size=3, unique=True))
     for values in data.draw(st.permutations([1, 1.0, True, 0, 0.0, -0.0, False])):
         ledger = {name: values for name in names}
-        for _ in range(3):  # stored the second time, a memo hit the third
+        for _ in range(3):  # stored the first time, memo hits after
             score = score_prefs(domain, prefs, ledger)
             got = (score.u, score.u_tilde, score.distributive, score.integrative, score.n_off_schema,
                    score.n_invalid, score.n_out_of_range)
@@ -144,7 +144,7 @@ def test_offer_at_target_equals_the_plain_construction(domain, seed, role, targe
     prefs = make_scenario(domain, seed).prefs(role)
     asked = data.draw(_ledgers(domain))
     expected = _typed(_reference_offer(domain, prefs, target, asked))
-    for _ in range(3):  # stored the second time, a memo hit the third, where memoizable
+    for _ in range(3):  # stored the first time, memo hits after, where memoizable
         assert _typed(offer_at_target(domain, prefs, target, asked)) == expected
 
 
