@@ -93,7 +93,7 @@ def test_score_and_u_tilde_equal_the_plain_feature_sum(domain, seed, role, data)
            score.n_invalid, score.n_out_of_range)
     assert got == _reference_score(domain, prefs, ledger)
     assert u_tilde(domain, prefs, ledger) == score.u_tilde  # from the memo (scalars)
-    assert u_tilde(domain, prefs, ledger) == score.u_tilde  # a memo hit the third
+    assert u_tilde(domain, prefs, ledger) == score.u_tilde  # and again
 
 
 @settings(max_examples=200, deadline=None)
