@@ -21,8 +21,8 @@ from negotiation.analysis._figures import FIGURES
 from negotiation.analysis._resample import backend
 from negotiation.analysis._multiple import MARK_STYLE_GUARD
 from negotiation.analysis._tables import (
-    RegistryInputs, Report, Table, efficiency_table, guard_table, held_out_table, table1, table2, table3, table4, table5,
-    table6,
+    RegistryInputs, Report, Table, efficiency_table, guard_table, held_out_table, table1, table2,
+    table3, table4, table5, table6,
 )
 from negotiation.analysis._tables_compute import table7, table8
 from negotiation.analysis._tables_paper import (

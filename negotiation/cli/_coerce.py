@@ -1,4 +1,4 @@
-# Kept (issue 29): `nego parse` / `play --help` / `evaluate --help` start 2.35-2.48x faster (CPU above bare, benchmarks/cli_start.py --against).
+# Kept: `nego parse`, `play --help` take 2.4x less start-up CPU (benchmarks/cli_start.py --against).
 """Option values converted without pydantic where the conversion is plain; typer's own otherwise.
 
 typer (0.2x) converts every value that is not already a flag's bool through a pydantic
