@@ -217,9 +217,10 @@ def check(study, out: Path) -> int:
 
 
 def folder_digests(folder: Path) -> dict[str, str]:
-    """SHA-256 of every file under ``folder``; the recorded MLflow run without its commit tags."""
+    """SHA-256 of every file under ``folder``; the recorded MLflow run without its commit tags, and
+    without its wall-clock sidecar (``mlflow_run.times.json``, dvcignored)."""
     digests = {}
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "mlflow_run.times.json"):
         data = path.read_bytes()
         if path.name == "mlflow_run.json":
             record = json.loads(data)

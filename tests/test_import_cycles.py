@@ -4,7 +4,8 @@ Imports are read with ``ast`` (module level and inside functions alike: a deferr
 still a dependency), resolved to modules of the package, and checked twice: between modules
 and between packages (``negotiation.registry`` -> ``negotiation.analysis`` and back is a cycle
 even when no single module pair is). Imports under ``if TYPE_CHECKING:`` are types only and
-are left out.
+are left out. ``importlib.import_module("negotiation.x")`` counts as an import of its module; with
+an f-string (``f"negotiation.x.{name}"``) as an import of the module its literal prefix names.
 """
 
 from __future__ import annotations
@@ -42,6 +43,23 @@ def _resolve(name: str, modules: dict[str, Path]) -> str | None:
     return name or None
 
 
+def _string_import(node: ast.AST) -> str | None:
+    """The module an ``importlib.import_module(...)`` (or ``import_module``, ``__import__``) call
+    names: its string, or an f-string's literal prefix up to its last dot; ``None`` otherwise."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if called not in ("import_module", "__import__"):
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        return str(arg.values[0].value).rpartition(".")[0] or None
+    return None
+
+
 def import_graph() -> dict[str, set[str]]:
     """Module -> modules of ``negotiation`` it imports."""
     modules = _modules()
@@ -63,6 +81,8 @@ def import_graph() -> dict[str, set[str]]:
                 # ``from pkg import sub`` imports the submodule; ``from pkg import name``, the package.
                 targets |= {f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
                             for alias in node.names}
+            elif (named := _string_import(node)) is not None:
+                targets.add(named)
         graph[name] = {t for t in (_resolve(t, modules) for t in targets if t.startswith(ROOT)) if t and t != name}
     return graph
 
@@ -119,6 +139,15 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_cycle_finder_finds_a_cycle_and_nothing_else():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_string_imports_are_edges():
+    source = ("import importlib\n"
+              "def f(name):\n"
+              "    importlib.import_module('negotiation.b')\n"
+              "    return importlib.import_module(f'negotiation.c.{name}')\n")
+    calls = [_string_import(node) for node in ast.walk(ast.parse(source))]
+    assert [c for c in calls if c] == ["negotiation.b", "negotiation.c"]
 
 
 def test_no_module_imports_itself_back():

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Mapping
 
-from negotiation.env import Domain, Message, PartyPrefs, Role, SecondSight, Term, ledger_changes
+from negotiation.env import Domain, Message, PartyPrefs, Role, Term, ledger_changes
 
 _FLOAT_MAX = sys.float_info.max
 
@@ -105,8 +105,6 @@ _MAX_PLANS = 4096
 # only atoms (no domain or preferences), so the collector untracks them and never rescans them.
 _OFFERS: dict[tuple, tuple[tuple[type, ...], dict[str, Any]]] = {}
 _MAX_OFFERS = 4096
-_OFFERS_SEEN = SecondSight(4 * _MAX_OFFERS)
-"""Keys met once: an offer is stored the second time its key is met (``env.SecondSight``)."""
 
 
 def _concession_plan(domain: Domain, prefs: PartyPrefs) -> _Plan:
@@ -163,7 +161,7 @@ def offer_at_target(domain: Domain, prefs: PartyPrefs, target: float,
     if hit is not None and hit[0] == types:
         return dict(hit[1])
     offer = _build_offer(*plan, target, asked)
-    if _memoizable(asked, types[1:]) and _OFFERS_SEEN.met_before(hash(key)):
+    if _memoizable(asked, types[1:]):
         if len(_OFFERS) >= _MAX_OFFERS:
             _OFFERS.clear()
         _OFFERS[key] = (types, offer)

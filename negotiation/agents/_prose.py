@@ -6,7 +6,8 @@ import json
 import math
 from typing import Any, Sequence
 
-from negotiation.agents._turn_rng import TurnRandom
+import numpy as np
+
 from negotiation.env import Domain, Role
 
 _OPEN = {
@@ -162,7 +163,7 @@ def _spoken_terms(domain: Domain, terms: Sequence[tuple[str, Any]]) -> tuple[lis
 
 
 def render_counter(domain: Domain, role: Role, terms: Sequence[tuple[str, Any]],
-                   rng: TurnRandom, *, opening: bool, holding: bool = False) -> str:
+                   rng: np.random.Generator, *, opening: bool, holding: bool = False) -> str:
     """Two or three sentences naming ``terms``, then the COUNTER action."""
     lead = _OPEN[role][rng.integers(len(_OPEN[role]))] + " " if opening or rng.random() < 0.3 else ""
     phrases, action = _spoken_terms(domain, terms)
@@ -172,5 +173,5 @@ def render_counter(domain: Domain, role: Role, terms: Sequence[tuple[str, Any]],
     return f"{lead}{body} {close}\n{action}"
 
 
-def render_accept(rng: TurnRandom) -> str:
+def render_accept(rng: np.random.Generator) -> str:
     return f"{_ACCEPT[rng.integers(len(_ACCEPT))]}\n{action_json('ACCEPT', [])}"

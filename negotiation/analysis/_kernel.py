@@ -1,39 +1,10 @@
-"""The numba decoder of ``_resample`` (imported only when numba is installed).
-
-It draws its raw words itself with numpy's SFC64 step (the chunk's child bit generator,
-its state passed in and handed back), so words are made and consumed in registers
-instead of through a words array: the same stream, in the same order, as
-``child.integers(0, 2**64 - 1, endpoint=True, dtype=uint64)`` gives the numpy decoder
-(a test checks the streams are identical).
-"""
+"""The numba decoder of ``_resample`` (imported only when numba is installed): the same rules as
+``decode_numpy``, one row at a time in registers, on the words the chunk's Generator drew."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
-
-_SHIFT_11, _SHIFT_3, _ROT_L, _ROT_R = np.uint64(11), np.uint64(3), np.uint64(24), np.uint64(40)
-_ONE = np.uint64(1)
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _sfc64_next(state):  # pragma: no cover - compiled
-    """One SFC64 output (numpy's bit generator of that name); advances ``state`` (4 words)."""
-    out = state[0] + state[1] + state[3]
-    state[3] += _ONE
-    state[0] = state[1] ^ (state[1] >> _SHIFT_11)
-    state[1] = state[2] + (state[2] << _SHIFT_3)
-    state[2] = ((state[2] << _ROT_L) | (state[2] >> _ROT_R)) + out
-    return out
-
-
-@njit(nogil=True, cache=True)
-def sfc64_words(state, count):  # pragma: no cover - compiled
-    """``count`` raw words of the stream (used by the stream test)."""
-    out = np.empty(count, dtype=np.uint64)
-    for i in range(count):
-        out[i] = _sfc64_next(state)
-    return out
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -92,18 +63,16 @@ def _row_with_rejection(buf, table, picks, bits, size):  # pragma: no cover - co
 
 
 @njit(nogil=True, cache=True)
-def decode_stream(state, table, picks, bits, size, words_per_row, out, short):  # pragma: no cover - compiled
-    """Add each row's first ``picks`` accepted table entries to ``out[row]``, drawing the row's
-    ``words_per_row`` words from ``state``; ``short[row]`` is set when they hold too few.
+def decode_words(words, table, picks, bits, size, words_per_row, out, short):  # pragma: no cover - compiled
+    """Add each row's first ``picks`` accepted table entries to ``out[row]``, reading the row's
+    ``words_per_row`` words of ``words``; ``short[row]`` is set when they hold too few.
 
     Fields are read low bits first, word after word; a field is accepted when it is below
     ``size``.
     """
-    buf = np.empty(words_per_row, dtype=np.uint64)
     twelve = bits == 12 and size == 4096
     for row in range(out.shape[0]):
-        for w in range(words_per_row):
-            buf[w] = _sfc64_next(state)
+        buf = words[row * words_per_row:(row + 1) * words_per_row]
         if twelve:
             out[row] += _row_twelve_bit(buf, table, picks)
         else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlencode
 
 from jinja2 import Environment
@@ -20,8 +20,23 @@ from negotiation.analysis._analysis import AnalysisResult
 from negotiation.analysis._figures import FIGURES
 from negotiation.analysis._resample import backend
 from negotiation.analysis._multiple import MARK_STYLE_GUARD
-from negotiation.analysis._tables import BUILDERS, RegistryInputs, Report, Table
+from negotiation.analysis._tables import (
+    RegistryInputs, Report, Table, efficiency_table, guard_table, held_out_table, table1, table2,
+    table3, table4, table5, table6,
+)
+from negotiation.analysis._tables_compute import table7, table8
+from negotiation.analysis._tables_paper import (
+    buyer_table, cost_table, guard_threshold_table, strategy_table, table1_paper, text_contrast_table,
+    utility_parts_table,
+)
 from negotiation.study import Study, study_guard_rules
+
+BUILDERS: tuple[Callable[[Report], Table], ...] = (
+    table1_paper, table1, lambda r: table2(r, False), utility_parts_table, strategy_table, table3, table4, table5,
+    buyer_table, table6, table7, cost_table, table8, lambda r: table2(r, True), text_contrast_table, guard_table,
+    guard_threshold_table, held_out_table, efficiency_table,
+)
+"""Table builders in report order (Tables 7 and 8 have no rows for studies without LLM sizes)."""
 
 # A table wider than the window scrolls in its own box (.wide), so the page keeps the window's width.
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#222}table{border-collapse:collapse;

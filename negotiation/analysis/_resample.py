@@ -12,10 +12,9 @@ in row order. The rows are split into ``CHUNKS`` fixed blocks, each drawing its 
 from a child Generator seeded by the analysis Generator, so blocks run on parallel
 threads and the draws do not depend on how many cores the machine has.
 
-The numba kernel draws the words itself with the child's SFC64 step (no words array) and
-the numpy decoder draws them with ``child.integers``: the same stream, read with the same
-rules, so the two agree to floating-point summation order; numpy is used when numba is
-not installed.
+Both decoders read the words ``child.integers`` draws with the same rules, so the numba
+kernel and the numpy decoder agree to floating-point summation order; numpy is used when
+numba is not installed.
 """
 
 from __future__ import annotations
@@ -103,11 +102,11 @@ def _numba_kernel():
     global _KERNEL
     if _KERNEL is None:
         try:
-            from negotiation.analysis._kernel import decode_stream
+            from negotiation.analysis._kernel import decode_words
         except ImportError:
             _KERNEL = False
         else:
-            _KERNEL = decode_stream
+            _KERNEL = decode_words
     return _KERNEL or None
 
 
@@ -121,19 +120,12 @@ def _decode(child: np.random.Generator, table: np.ndarray, phase: Phase, out: np
     """Draw ``phase.words`` words per row from ``child`` and decode them into ``out``."""
     if phase.picks == 0:
         return
-    kernel = _numba_kernel() if use_numba and isinstance(child.bit_generator, np.random.SFC64) else None
+    words = child.integers(0, np.iinfo(np.uint64).max, size=len(out) * phase.words, dtype=np.uint64, endpoint=True)
+    kernel = _numba_kernel() if use_numba else None
     if kernel is None:
-        words = child.integers(0, np.iinfo(np.uint64).max, size=len(out) * phase.words, dtype=np.uint64,
-                               endpoint=True)
         decode_numpy(words, table, phase, out, short)
-        return
-    # The kernel steps the child's SFC64 state itself (the same words, never stored) and
-    # hands the advanced state back, so later draws from the child continue the stream.
-    state = child.bit_generator.state
-    words_state = state["state"]["state"].copy()
-    kernel(words_state, table, phase.picks, phase.bits, phase.size, phase.words, out, short)
-    state["state"]["state"] = words_state
-    child.bit_generator.state = state
+    else:
+        kernel(words, table, phase.picks, phase.bits, phase.size, phase.words, out, short)
 
 
 def _resample_chunk(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from negotiation.analysis._analysis import AnalysisResult
 from negotiation.analysis._multiple import MARK_STYLE_GUARD
@@ -244,21 +244,3 @@ def efficiency_table(r: Report) -> Table:
         t.rows.append([r.label(name), number(r.reading(name, "frontier_distance")),
                        number(r.reading(name, "nash_distance")), number(r.reading(name, "welfare_share")), change])
     return t
-
-
-def _compute(name: str, module: str = "_tables_compute") -> Callable[[Report], Table]:
-    def build(r: Report) -> Table:
-        import importlib
-
-        return getattr(importlib.import_module(f"negotiation.analysis.{module}"), name)(r)
-    return build
-
-
-BUILDERS: tuple[Callable[[Report], Table], ...] = (
-    _compute("table1_paper", "_tables_paper"), table1, lambda r: table2(r, False),
-    _compute("utility_parts_table", "_tables_paper"), _compute("strategy_table", "_tables_paper"), table3, table4, table5, _compute("buyer_table", "_tables_paper"),
-    table6, _compute("table7"), _compute("cost_table", "_tables_paper"), _compute("table8"), lambda r: table2(r, True),
-    _compute("text_contrast_table", "_tables_paper"), guard_table, _compute("guard_threshold_table", "_tables_paper"),
-    held_out_table, efficiency_table,
-)
-"""Table builders in report order (Tables 7 and 8 have no rows for studies without LLM sizes)."""

@@ -15,12 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from negotiation.analysis._tables import Report, Table, number
-
-
-def frontier_cost_note(r: Report) -> str:
-    from negotiation.analysis._tables_paper import frontier_cost_note as note
-
-    return note(r)
+from negotiation.analysis._tables_paper import frontier_cost_note
 
 __all__ = ["relative_flops", "serving_accelerators", "table7", "table8"]
 

@@ -1,3 +1,4 @@
+# Kept: `nego parse`, `play --help` take 2.4x less start-up CPU (benchmarks/cli_start.py --against).
 """Option values converted without pydantic where the conversion is plain; typer's own otherwise.
 
 typer (0.2x) converts every value that is not already a flag's bool through a pydantic

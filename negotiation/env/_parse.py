@@ -29,7 +29,6 @@ import re
 from dataclasses import field
 from typing import Any, Literal
 
-from negotiation.env._memo import SecondSight
 from negotiation.env._record import frozen_record
 
 Action = Literal["COUNTER", "ACCEPT"]
@@ -265,7 +264,6 @@ def valid_text(text: Any) -> str:
 # atoms (the collector untracks it), and every caller gets its own ParsedTurn and flags dict.
 _PARSED: dict[str, tuple] = {}
 _MAX_PARSED, _MEMO_CHARS = 4096, 4096
-_PARSED_SEEN = SecondSight(4 * _MAX_PARSED)  # texts met once (env._memo)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -283,7 +281,7 @@ def parse_message(text: Any) -> ParsedTurn:
     hit = _PARSED.get(text)
     if hit is None:
         parsed = _parse_valid(text)
-        if not _PARSED_SEEN.met_before(hash(text)) or not all(type(value) in _SCALARS for _, value in parsed.terms):
+        if not all(type(value) in _SCALARS for _, value in parsed.terms):
             return parsed
         if len(_PARSED) >= _MAX_PARSED:
             _PARSED.clear()

@@ -16,7 +16,6 @@ import sys
 from typing import Any, Iterable, Mapping
 
 from negotiation.env._domain import Domain, Role, Term
-from negotiation.env._memo import SecondSight
 from negotiation.env._record import frozen_record
 from negotiation.env._scenario import PartyPrefs, Scenario
 
@@ -123,8 +122,6 @@ _Sums = tuple[float, float, float, int, int]
 # Agents score the same ledgers turn after turn.
 _SUMS: dict[tuple[int, tuple], tuple[tuple[type, ...], _Sums]] = {}
 _MAX_SUMS = 4096
-_SUMS_SEEN = SecondSight(4 * _MAX_SUMS)
-"""Keys met once: an entry is stored the second time its key is met (``env._memo``)."""
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -139,7 +136,7 @@ def _sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> _Sums
     if hit is not None and hit[0] == types:
         return hit[1]
     sums = _feature_sums(domain, prefs, ledger)
-    if _SCALARS.issuperset(types) and _SUMS_SEEN.met_before(hash(key)):
+    if _SCALARS.issuperset(types):
         if len(_SUMS) >= _MAX_SUMS:
             _SUMS.clear()
         _SUMS[key] = (types, sums)

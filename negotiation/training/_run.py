@@ -34,7 +34,6 @@ from negotiation.training._checkpoint import (
     TrainingInfo, read_training_info, relative_to_folder, resolve_from, step_dir, write_checkpoint,
 )
 from negotiation.training._config import RunArm
-from negotiation.training._csv import write_columns, write_rows
 from negotiation.training._grpo import lr_at
 
 __all__ = ["CURVES_FILE", "VALIDATION_FILE", "RunLedger", "TrainSummary", "run_steps", "run_tracker",
@@ -113,10 +112,12 @@ def save_step(ledger: RunLedger, arm: RunArm, run_dir: Path, step: int, model: A
 
 def write_curves(ledger: RunLedger, run_dir: Path) -> None:
     """``curves.csv`` (one row per own step) and ``validation.csv`` (one row per validation)."""
-    write_rows(run_dir / CURVES_FILE, ledger.curves)
-    write_columns(run_dir / VALIDATION_FILE, {"step": list(ledger.val_scores),
-                                              "combined_step": [ledger.branch_step + s for s in ledger.val_scores],
-                                              "validation/score": list(ledger.val_scores.values())})
+    import pandas as pd
+
+    pd.DataFrame(ledger.curves).to_csv(run_dir / CURVES_FILE, index=False)
+    pd.DataFrame({"step": list(ledger.val_scores),
+                  "combined_step": [ledger.branch_step + s for s in ledger.val_scores],
+                  "validation/score": list(ledger.val_scores.values())}).to_csv(run_dir / VALIDATION_FILE, index=False)
 
 
 def run_tracker(arm: RunArm, *, track: bool, parent_run: str | None, protocol_hash: str, size: str | int,

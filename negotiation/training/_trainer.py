@@ -33,7 +33,6 @@ import torch
 
 from negotiation.agents import Policy, PolicyShards, feature_tensors, token_logprobs_entropy, token_mask
 from negotiation.env import EnvConfig
-from negotiation.training._adamw import PlainAdamW
 from negotiation.training._config import TrainConfig
 from negotiation.training._data import ScenarioMaker, TrainItem, training_items, validation_items
 from negotiation.training._grpo import MAX_GRAD_NORM, clipped_surrogate, group_advantages, k3_kl, masked_mean
@@ -52,8 +51,8 @@ class _State:
     policy: Policy
     base: torch.nn.Module
     """The chain's base policy: the KL reference."""
-    optimizer: PlainAdamW
-    """torch.optim.AdamW's update without its TorchDynamo import (a run starts a fresh one)."""
+    optimizer: torch.optim.AdamW
+    """A fresh optimizer every run: a continuation never loads optimizer state."""
 
 
 def _setup(cfg: TrainConfig, ledger: RunLedger) -> _State:
@@ -64,8 +63,8 @@ def _setup(cfg: TrainConfig, ledger: RunLedger) -> _State:
     else:
         policy, base = Policy.load(arm.parent), Policy.load(ledger.base_dir).net
     base.requires_grad_(False)
-    optimizer = PlainAdamW(policy.net.parameters(), lr=recipe.learning_rate * arm.lr_multiple,
-                           betas=recipe.optimizer.betas, weight_decay=recipe.optimizer.weight_decay)
+    optimizer = torch.optim.AdamW(policy.net.parameters(), lr=recipe.learning_rate * arm.lr_multiple,
+                                  betas=recipe.optimizer.betas, weight_decay=recipe.optimizer.weight_decay)
     return _State(ledger, policy, base, optimizer)
 
 

@@ -73,7 +73,8 @@ def test_same_seed_same_family(analysed, demo_results):
 
 def test_tables_and_figures_for_a_study_with_reference_arms_only(demo_root, demo_results):
     from negotiation.analysis._figures import FIGURES
-    from negotiation.analysis._tables import BUILDERS, Report
+    from negotiation.analysis._report import BUILDERS
+    from negotiation.analysis._tables import Report
 
     context = load_study("demo", demo_root)
     episodes, turns = load_tables(demo_results, ["ref_boulware", "ref_conceder"])

@@ -72,12 +72,3 @@ def test_rows_that_run_short_are_redrawn(monkeypatch):
 
 def test_numba_backend_is_installed():
     assert backend() == "numba"
-
-
-def test_kernel_stream_is_numpys_sfc64_stream():
-    from negotiation.analysis._kernel import sfc64_words
-
-    generator = np.random.Generator(np.random.SFC64(12345))
-    state = generator.bit_generator.state["state"]["state"].copy()
-    expected = generator.integers(0, np.iinfo(np.uint64).max, size=1000, dtype=np.uint64, endpoint=True)
-    assert np.array_equal(sfc64_words(state, 1000), expected)

@@ -97,44 +97,6 @@ def test_bad_rollout_processes_names_its_source_and_value(tmp_path, monkeypatch,
         rollout_processes()
 
 
-EXIT_PROBE = """
-import atexit, sys, threading, time
-from pathlib import Path
-from negotiation.pipeline import parser, stage_main
-
-out = Path(sys.argv[1])
-class Teardown:  # its __del__ runs only in the interpreter's teardown (a module global)
-    def __del__(self):
-        (out / "teardown").write_text("ran")
-keeper = Teardown()
-atexit.register(lambda: (out / "atexit").write_text("ran"))
-if sys.argv[2] == "thread":  # a non-daemon thread still working when the stage returns
-    threading.Thread(target=lambda: (time.sleep(0.5), (out / "thread").write_text("done"))).start()
-sys.argv = ["stage", "--study", "demo"]
-stage_main(parser("probe"), lambda args: {"study": args.study})
-"""
-
-
-@pytest.mark.parametrize("mode", ["alone", "thread"])
-def test_a_finished_stage_exits_with_its_output_and_exit_handlers(tmp_path, mode):
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NEGO_LOG_LEVEL": "WARNING"}
-    done = subprocess.run([sys.executable, "-c", EXIT_PROBE, str(tmp_path), mode], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"study": "demo"}  # flushed although the process skipped teardown
-    assert (tmp_path / "atexit").read_text() == "ran"
-    if mode == "alone":  # the interpreter's teardown was skipped
-        assert not (tmp_path / "teardown").exists()
-    else:  # a live non-daemon thread: the normal shutdown waited for it
-        assert (tmp_path / "thread").read_text() == "done"
-        assert (tmp_path / "teardown").exists()
-
-
 @pytest.mark.parametrize("script, args, fragment", [
     ("pilot.py", ["--arm", "../x", "--results", "R"], "--arm:name: '../x' is not a safe name"),
     ("select_arm.py", ["--arm", "nope", "--results", "R"], "--arm:nope: not an arm of study 'demo'"),
