@@ -8,7 +8,9 @@ costs is DVC's bookkeeping. Layouts:
 
 - ``today``: one ``dvc.yaml`` with ``foreach`` stages over the arms, hence one ``dvc.lock``;
 - ``perarm``: ``arms/<arm>/dvc.yaml`` holding that arm's four stages (so one small lock each),
-  the study-level stages in the root ``dvc.yaml``.
+  the study-level stages in the root ``dvc.yaml``; every arm's params in the root ``params.yaml``;
+- ``perarm_params``: the same with each arm's params in ``arms/<arm>/params.yaml`` (DVC parses a
+  stage's params file whole, with pure-Python YAML construction, more than once per stage).
 
 A clean run past ``--timeout`` is stopped; its total is extrapolated from the stages it finished
 (a linear fit of the gap against the stage's rank), marked ``~``, and the project is finished
@@ -39,7 +41,7 @@ from pathlib import Path
 import yaml
 
 ARM_KINDS = ("train", "select", "pilot", "evaluate")
-LAYOUTS = ("today", "perarm")
+LAYOUTS = ("today", "perarm", "perarm_params")
 ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "DVC_IGNORE_UPDATES": "1", "GIT_AUTHOR_NAME": "bench",
        "GIT_AUTHOR_EMAIL": "bench@example.invalid", "GIT_COMMITTER_NAME": "bench",
        "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
@@ -61,10 +63,17 @@ def stage(kind: str, code: list[str], reads: list[str], out: str, params: list) 
     return {"cmd": cmd, "deps": [*code, *reads], "params": params, "outs": [out]}
 
 
-def arm_stage(kind: str, arm: str, code: list[str]) -> dict:
+def arm_params(arm: str) -> str:
+    """The ``perarm_params`` layout's params file of one arm (the others read ``arms.<arm>`` from the
+    study's ``params.yaml``, which DVC parses whole for every stage that reads it)."""
+    return f"arms/{arm}/params.yaml"
+
+
+def arm_stage(kind: str, arm: str, code: list[str], split: bool = False) -> dict:
     upstream = ARM_KINDS[ARM_KINDS.index(kind) - 1] if kind != "train" else None
     reads = [out_path(upstream, arm)] if upstream else [out_path("scenarios")]
-    params = ["training", f"arms.{arm}"] if kind in ("train", "select") else ["evaluation"]
+    own = {arm_params(arm): ["lr"]} if split else f"arms.{arm}"
+    params = ["training", own] if kind in ("train", "select") else ["evaluation"]
     return stage(kind, code, reads, out_path(kind, arm), params)
 
 
@@ -85,12 +94,15 @@ def today_layout(arms: list[str], code: list[str]) -> dict[str, dict]:
     return {"dvc.yaml": {"stages": stages}}
 
 
-def perarm_layout(arms: list[str], code: list[str]) -> dict[str, dict]:
-    """``{path: dvc.yaml}``: the study-level stages at the root, one file per arm folder."""
+def perarm_layout(arms: list[str], code: list[str], split: bool = False) -> dict[str, dict]:
+    """``{path: dvc.yaml or params}``: the study-level stages at the root, one file per arm folder
+    (with ``split``, the arm's params beside it)."""
     files = {"dvc.yaml": {"stages": study_stages(arms, code)}}
     for arm in arms:
-        stages = {kind: {**arm_stage(kind, arm, code), "wdir": "../.."} for kind in ARM_KINDS}
+        stages = {kind: {**arm_stage(kind, arm, code, split), "wdir": "../.."} for kind in ARM_KINDS}
         files[f"arms/{arm}/dvc.yaml"] = {"stages": stages}
+        if split:
+            files[arm_params(arm)] = {"lr": 1.0}
     return files
 
 
@@ -101,7 +113,7 @@ def concrete(layout: str, arms: list[str], code: list[str]) -> list[tuple[str, s
     for arm in arms:
         for kind in ARM_KINDS:
             stages.append(("dvc.yaml", f"{kind}@{arm}", arm_stage(kind, arm, code)) if layout == "today" else
-                          (f"arms/{arm}/dvc.yaml", kind, arm_stage(kind, arm, code)))
+                          (f"arms/{arm}/dvc.yaml", kind, arm_stage(kind, arm, code, layout == "perarm_params")))
     return stages + [("dvc.yaml", kind, study[kind]) for kind in ("analyze", "report", "audit")]
 
 
@@ -112,9 +124,11 @@ def build(root: Path, layout: str, stages: int, deps: int) -> list[tuple[str, st
     for path in code:
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(f"# {path}\nVALUE = {len(path)}\n", encoding="utf-8")
-    params = {"training": {"steps": 1}, "evaluation": {"seeds": 2}, "arms": {arm: {"lr": 1.0} for arm in arms}}
+    params = {"training": {"steps": 1}, "evaluation": {"seeds": 2}}
+    if layout != "perarm_params":
+        params["arms"] = {arm: {"lr": 1.0} for arm in arms}
     (root / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
-    files = (today_layout if layout == "today" else perarm_layout)(arms, code)
+    files = today_layout(arms, code) if layout == "today" else perarm_layout(arms, code, layout == "perarm_params")
     for path, content in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(yaml.safe_dump(content, sort_keys=False), encoding="utf-8")
@@ -134,18 +148,27 @@ def _hashed(root: Path, path: str, cache: bool = False) -> dict:
     return {"path": path, "hash": "md5", "md5": md5, "size": len(data)}
 
 
+def _param_values(root: Path, params: list) -> dict[str, dict]:
+    """A stage's ``params`` as its lock entry holds them: ``{file: {key: value}}``."""
+    values: dict[str, dict] = {}
+    for item in params:
+        for file, keys in (item.items() if isinstance(item, dict) else [("params.yaml", [item])]):
+            data = yaml.safe_load((root / file).read_text(encoding="utf-8"))
+            values.setdefault(file, {}).update(
+                {key: functools.reduce(lambda node, part: node[part], key.split("."), data) for key in keys})
+    return values
+
+
 def prefill(root: Path, stages: list[tuple[str, str, dict]]) -> None:
     """Finish a stopped clean run without DVC: run each stage's command and write every lock as
     ``dvc repro`` would (hashes, params, cached outputs), so the no-op and status runs can be timed
     at a size whose clean run takes too long (their checks below verify DVC agrees)."""
-    params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
     locks: dict[str, dict] = {}
     for dvcfile, name, stage in stages:
         subprocess.run(stage["cmd"], shell=True, cwd=root, check=True)
-        values = {key: functools.reduce(lambda node, part: node[part], key.split("."), params)
-                  for key in stage["params"]}
         entry = {"cmd": stage["cmd"], "deps": [_hashed(root, dep) for dep in stage["deps"]],
-                 "params": {"params.yaml": values}, "outs": [_hashed(root, out, cache=True) for out in stage["outs"]]}
+                 "params": _param_values(root, stage["params"]),
+                 "outs": [_hashed(root, out, cache=True) for out in stage["outs"]]}
         locks.setdefault(dvcfile.replace("dvc.yaml", "dvc.lock"), {"schema": "2.0", "stages": {}})["stages"][name] = entry
     for path, lock in locks.items():
         (root / path).write_text(yaml.safe_dump(lock, sort_keys=False), encoding="utf-8")
@@ -231,7 +254,7 @@ def fmt(value: float | None, unit: str = "s", scale: float = 1.0) -> str:
 def print_result(r: Result) -> None:
     mark = "" if r.done == r.stages else "~"
     noop_per = None if r.noop is None else r.noop / r.stages
-    print(f"{r.layout:<7} {r.stages:>5} stages  clean {mark}{r.clean:8.1f} s  start {r.startup:.2f} s"
+    print(f"{r.layout:<13} {r.stages:>5} stages  clean {mark}{r.clean:8.1f} s  start {r.startup:.2f} s"
           f"  per-stage {mark}{r.per_stage:.3f} s"
           f"  early {r.early:.3f} s  late {r.late:.3f} s  no-op {fmt(r.noop)} ({fmt(noop_per, 'ms', 1000)}/stage)"
           f"  status {fmt(r.status)}" + ("" if not mark else f"  [stopped after {r.done} stages]"), flush=True)
@@ -240,13 +263,13 @@ def print_result(r: Result) -> None:
 def print_comparison(results: list[Result]) -> None:
     by = {(r.layout, r.stages): r for r in results}
     sizes = sorted({r.stages for r in results})
-    print("\nside by side (today / perarm: >1 means the per-arm layout is faster)")
-    for n in sizes:
-        a, b = by.get(("today", n)), by.get(("perarm", n))
+    print("\nside by side (today / new layout: >1 means the new layout is faster)")
+    for n, new in ((n, new) for n in sizes for new in LAYOUTS[1:]):
+        a, b = by.get(("today", n)), by.get((new, n))
         if a and b:
             noop = "-" if a.noop is None or b.noop is None else f"{a.noop / b.noop:.2f}x"
             status = "-" if a.status is None or b.status is None else f"{a.status / b.status:.2f}x"
-            print(f"{n:>5} stages  per-stage {a.per_stage:.3f} / {b.per_stage:.3f} s = {a.per_stage / b.per_stage:.2f}x"
+            print(f"{n:>5} stages  {new:<13} per-stage {a.per_stage:.3f} / {b.per_stage:.3f} s = {a.per_stage / b.per_stage:.2f}x"
                   f"  late gap {a.late / b.late:.2f}x  no-op {noop}  status {status}")
     print("\ngrowth from the smallest to the largest size (flat: within 1.5x)")
     for layout in LAYOUTS:
@@ -255,7 +278,7 @@ def print_comparison(results: list[Result]) -> None:
             first, last = runs[0], runs[-1]
             noop = "-" if first.noop is None or last.noop is None else \
                 f"{(last.noop / last.stages) / (first.noop / first.stages):.2f}x"
-            print(f"{layout:<7} {first.stages} -> {last.stages} stages  per-stage {last.per_stage / first.per_stage:.2f}x"
+            print(f"{layout:<13} {first.stages} -> {last.stages} stages  per-stage {last.per_stage / first.per_stage:.2f}x"
                   f"  late gap {last.late / first.late:.2f}x  no-op per stage {noop}")
 
 
