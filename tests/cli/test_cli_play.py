@@ -59,7 +59,7 @@ def test_bad_spec_and_phase():
     assert_one_line_error(nego("play", "--seller", "scripted:bogus", "--buyer", "scripted:titfortat",
                                "--domain", "used_car", "--seed", "1"), "agent spec 'scripted:bogus':persona")
     assert_one_line_error(nego("play", "--seller", "boulware", "--buyer", "scripted:titfortat",
-                               "--domain", "used_car", "--seed", "1"), "expected 'kind:target'")
+                               "--domain", "used_car", "--seed", "1"), "unknown kind 'boulware'", "known: hf")
     bad_phase = nego(*ACCEPTANCE, "--phase", "pretraining")
     assert bad_phase.exit_code == 2 and "Traceback" not in bad_phase.stderr
 
@@ -117,11 +117,11 @@ def _call_error(spec: str, role: str):
 def test_a_served_seller_runs_the_evaluate_lifecycle_started_and_stopped(monkeypatch):
     """``nego play --seller vllm:...`` goes through the harness's agent pool: the server is
     started before the first turn and stopped after the last, also when a call fails for good."""
-    import negotiation.evaluation._setup as setup
+    import negotiation.agents._llm_vllm as vllm  # the factory the vllm kind's record names
 
     for fail_at, status in ((None, 0), (2, 1)):
         _ServedSeller.events = []
-        monkeypatch.setattr(setup, "make_vllm_agent",
+        monkeypatch.setattr(vllm, "make_vllm_agent",
                             lambda spec, role, settings, serve=None, f=fail_at: _ServedSeller(spec, role, settings,
                                                                                               serve, f))
         result = nego("play", "--seller", "vllm:/models/base", "--buyer", "scripted:titfortat", "--domain",
