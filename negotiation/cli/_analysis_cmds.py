@@ -42,6 +42,25 @@ def _episode_table(path: Path) -> Any:
     return frame
 
 
+def _paired_values(paths: list[Path], metric: str, study: str, root: Optional[Path],
+                   domains: tuple[str, ...] | None = None) -> tuple[Any, str, Any, Any]:
+    """The protocol, the contrast's name and its per-key values and seed clusters: the first table
+    minus the second (one table: its own values), derived columns added as the analysis adds them."""
+    from negotiation.analysis import EFFICIENCY_COLUMNS, PairedTables, context_from_protocol, with_derived_columns
+    from negotiation.study import ContrastSpec, load_study
+
+    frames = {str(path): _episode_table(path) for path in paths}
+    if len(frames) != len(paths):
+        raise AnalysisError(str(paths[0]), "<file>", "minuend and subtrahend are the same file")
+    protocol = load_study(study, root).protocol
+    frames, _ = with_derived_columns(frames, context_from_protocol(protocol), protocol.environment.dirichlet_alpha,
+                                     efficiency=metric in EFFICIENCY_COLUMNS)
+    name = " - ".join(path.stem for path in paths)
+    spec = ContrastSpec(name=name, weights=dict(zip(frames, (1.0, -1.0))), metric=metric, domains=domains)
+    values, clusters = PairedTables(frames).values(spec)
+    return protocol, name, values, clusters
+
+
 def contrast_command(
     minuend: Path = typer.Argument(..., help="Episode table (Parquet) of the arm whose score is the minuend."),
     subtrahend: Path = typer.Argument(..., help="Episode table (Parquet) of the arm subtracted from it."),
@@ -54,24 +73,11 @@ def contrast_command(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Paired seed-cluster bootstrap of MINUEND − SUBTRAHEND on one metric."""
-    import pandas as pd
+    from negotiation.analysis import bootstrap_settings, cluster_bootstrap
 
-    from negotiation.analysis import (
-        EFFICIENCY_COLUMNS, PairedTables, bootstrap_settings, cluster_bootstrap, context_from_protocol,
-        with_derived_columns,
-    )
-    from negotiation.study import ContrastSpec, load_study
-
-    frames = {f"{path}": _episode_table(path) for path in (minuend, subtrahend)}
-    if len(frames) != 2:
-        raise AnalysisError(str(minuend), "<file>", "minuend and subtrahend are the same file")
-    protocol = load_study(study, root).protocol
-    frames, _ = with_derived_columns(frames, context_from_protocol(protocol), protocol.environment.dirichlet_alpha,
-                                     efficiency=metric in EFFICIENCY_COLUMNS)
+    protocol, name, values, clusters = _paired_values([minuend, subtrahend], metric, study, root,
+                                                      domains=tuple(domain) if domain else None)
     settings = bootstrap_settings(protocol, seed=seed, resamples=resamples)
-    spec = ContrastSpec(name=f"{minuend.stem} - {subtrahend.stem}", weights={str(minuend): 1.0, str(subtrahend): -1.0},
-                        metric=metric, domains=tuple(domain) if domain else None)
-    values, clusters = PairedTables(frames).values(spec)
     interval = cluster_bootstrap(values, clusters, settings, np.random.default_rng(seed))
     payload = {"mean": interval.mean, "ci": list(interval.ci), "p": interval.p, "clusters": interval.clusters,
                "episodes": interval.episodes, "metric": metric, "resamples": interval.resamples,
@@ -79,7 +85,7 @@ def contrast_command(
     if json_out:
         print_json(payload)
         return
-    typer.echo(f"{spec.name} on {metric}: {interval.mean:+.4f} [{interval.ci[0]:+.4f}, {interval.ci[1]:+.4f}] "
+    typer.echo(f"{name} on {metric}: {interval.mean:+.4f} [{interval.ci[0]:+.4f}, {interval.ci[1]:+.4f}] "
                f"({interval.level:.0%}), p = {interval.p:.4g}, {interval.clusters} seed clusters, "
                f"{interval.episodes} paired episodes, {interval.resamples} resamples"
                + (" (re-run: a bound sat in its Monte Carlo band)" if interval.rerun else ""))
@@ -98,21 +104,11 @@ def power_command(
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Smallest paired gain a design of K seed clusters detects (Holm's first step, normal approximation)."""
-    from negotiation.analysis import (
-        PairedTables, cluster_spread, context_from_protocol, power_table, with_derived_columns,
-    )
-    from negotiation.study import ContrastSpec, load_study
+    from negotiation.analysis import cluster_spread, power_table
 
     designs = _seed_designs(seeds)
     paths = [minuend] if subtrahend is None else [minuend, subtrahend]
-    frames = {str(path): _episode_table(path) for path in paths}
-    if len(frames) != len(paths):
-        raise AnalysisError(str(minuend), "<file>", "minuend and subtrahend are the same file")
-    protocol = load_study(study, root).protocol
-    frames, _ = with_derived_columns(frames, context_from_protocol(protocol), protocol.environment.dirichlet_alpha)
-    weights = dict(zip(frames, (1.0, -1.0)))
-    spec = ContrastSpec(name=" - ".join(Path(p).stem for p in frames), weights=weights, metric=metric)
-    values, clusters = PairedTables(frames).values(spec)
+    protocol, name, values, clusters = _paired_values(paths, metric, study, root)
     spread, measured = cluster_spread(values, clusters, paired=subtrahend is not None)
     m, alpha = tests or len(protocol.statistics.primary_family), protocol.statistics.alpha
     rows = power_table(spread, designs, alpha=alpha, power=power, tests=m)
@@ -121,7 +117,7 @@ def power_command(
     if json_out:
         print_json(payload)
         return
-    typer.echo(f"{spec.name} on {metric}: per-seed spread {spread:.4f} from {measured} seed clusters"
+    typer.echo(f"{name} on {metric}: per-seed spread {spread:.4f} from {measured} seed clusters"
                f"{'' if subtrahend is not None else ' (one arm: x sqrt 2)'}; two-sided alpha {alpha:g} / {m}, "
                f"power {power:.0%}")
     for k, mde in rows:
