@@ -8,7 +8,9 @@ from typing import Iterator
 
 from negotiation.study import arm_problems
 from negotiation.registry._findings import AuditContext, Finding, cover
+from negotiation.registry._deviation_index import history_problems
 from negotiation.registry._effective import value_problems
+from negotiation.registry._entries import deleted_signoffs
 
 __all__ = [
     "check_arms", "check_deviation_arms", "check_deviation_ids", "check_hand_read", "check_lock",
@@ -43,8 +45,10 @@ def check_protocol(ctx: AuditContext) -> Iterator[Finding]:
 
 def check_registry_files(ctx: AuditContext) -> Iterator[Finding]:
     reg = ctx.registry
-    if reg.problems:
-        yield from (_fail("registry_files", line) for line in reg.problems)
+    # git history is read here, by the audit alone, not on every registry load of a stage
+    problems = [*reg.problems, *deleted_signoffs(reg.dir / "signoffs", ctx.root)]
+    if problems:
+        yield from (_fail("registry_files", line) for line in problems)
         return
     yield _ok("registry_files", f"{ctx.show(reg.dir)}: {len(reg.deviations.entries)} deviations, "
                                 f"{len(reg.added)} added arms, {len(reg.signoffs)} sign-offs valid")
@@ -53,8 +57,10 @@ def check_registry_files(ctx: AuditContext) -> Iterator[Finding]:
 def check_deviation_ids(ctx: AuditContext) -> Iterator[Finding]:
     log = ctx.registry.deviations
     ids = sorted(log.entries)
-    bad = bool(log.naming_problems or log.index_problems)
-    yield from (_fail("deviation_ids", line) for line in [*log.naming_problems, *log.index_problems])
+    folder = ctx.registry.dir / "deviations"
+    history = history_problems(folder, ctx.root) if folder.is_dir() else []
+    bad = bool(log.naming_problems or log.index_problems or history)
+    yield from (_fail("deviation_ids", line) for line in [*log.naming_problems, *log.index_problems, *history])
     for expected, got in zip(range(1, len(ids) + 1), ids):
         if expected != got:
             yield _fail("deviation_ids", f"{ctx.show(log.paths[got])}:id: {got} breaks the sequence "

@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import StrictModel, display_path, load_yaml_model
-from negotiation.registry._deviation_index import INDEX_FILE, history_problems, index_problems
+from negotiation.registry._deviation_index import INDEX_FILE, index_problems
 
 __all__ = ["CATEGORIES", "Cell", "Deviation", "DeviationLog", "deviation_filename", "load_deviation_log", "slugify"]
 
@@ -189,6 +189,4 @@ def load_deviation_log(folder: Path, *, root: Path | None = None) -> tuple[Devia
             log.paths[entry.id] = path
     numbered = {int(m.group(1)): p for p in files if (m := FILE_NAME.match(p.name))}
     log.index_problems = index_problems(Path(folder), numbered, root=root)
-    if Path(folder).is_dir() and root is not None:
-        log.index_problems += history_problems(Path(folder), Path(root))
     return log, problems

@@ -34,7 +34,7 @@ from negotiation.study import (
 from negotiation.registry._deviation import DeviationLog, load_deviation_log
 from negotiation.registry._history import gone_since_committed, history_root
 
-__all__ = ["Registry", "SignOff", "load_registry"]
+__all__ = ["Registry", "SignOff", "deleted_signoffs", "load_registry"]
 
 
 class SignOff(StrictModel):
@@ -112,7 +112,7 @@ def _load_signoffs(folder: Path, root: Path, problems: list[str]) -> dict[str, S
     return signoffs
 
 
-def _deleted_signoffs(folder: Path, root: Path) -> list[str]:
+def deleted_signoffs(folder: Path, root: Path) -> list[str]:
     """A sign-off ever committed and now gone is a finding: deleting one turned a trained arm's
     guard from read to "pending", which passes (git history of ``registry/``; none outside git)."""
     if not history_root(root):
@@ -129,6 +129,5 @@ def load_registry(study: str, root: Path | None = None) -> Registry:
     log, problems = load_deviation_log(folder / "deviations", root=root)
     added = load_added_arms(added_arms_path(study, root), study, root, problems)
     signoffs = _load_signoffs(folder / "signoffs", root, problems)
-    problems.extend(_deleted_signoffs(folder / "signoffs", root))
     continuations = load_continuations(continuations_path(study, root), study, root, problems)
     return Registry(root, study, log, added, signoffs, continuations, problems)
