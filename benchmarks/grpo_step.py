@@ -171,9 +171,10 @@ def main() -> int:
             print(f"{size} ratios (reference / ours): step {ref['step_s'] / ours['step_s']:.1f}x, generation "
                   f"{ref['generation_s'] / ours['generation_s']:.1f}x, tokens/s "
                   f"{ours['generated_tokens_per_s'] / max(ref['generated_tokens_per_s'], 1):.1f}x", flush=True)
-    if args.out:
-        Path(args.out).write_text(json.dumps({"device": args.device, "steps": args.steps, "warm_steps": args.warm_steps,
-                                              "sizes": results}, indent=2) + "\n", encoding="utf-8")
+        if args.out:  # after each size: a GPU call cut by its time limit keeps the sizes it finished
+            Path(args.out).write_text(json.dumps({"device": args.device, "steps": args.steps,
+                                                  "warm_steps": args.warm_steps, "sizes": results}, indent=2) + "\n",
+                                      encoding="utf-8")
     return 0
 
 

@@ -27,6 +27,9 @@ __all__ = ["VERDICT_FILE", "criterion_verdict", "task_train_config", "task_verdi
 VERDICT_FILE = "verdict.json"
 """The verdict a task run writes beside its curves."""
 
+READ_EVERY = 8
+"""Steps between a task run's validations and checkpoints (and at its last step)."""
+
 
 def _task_recipe(protocol: Protocol, task: LearningTask, budget: LearningBudget, size: str) -> Any:
     """The size's recipe with the task's and the budget's overrides, re-validated."""
@@ -42,8 +45,10 @@ def _task_recipe(protocol: Protocol, task: LearningTask, budget: LearningBudget,
         "warmup_steps": base.warmup_steps if task.warmup_steps is None else task.warmup_steps,
         "validation_scenarios": task.validation_scenarios or base.validation_scenarios,
         "normalize_rewards": base.normalize_rewards if budget.normalize_rewards is None else budget.normalize_rewards,
-        # one run, validated and saved at its start and end only: the task reads the curves
-        "initial_steps": steps, "combined_steps": steps + 1, "validation_every": steps, "checkpoint_every": steps,
+        # one run, validated and saved every READ_EVERY steps and at its end: a run cut short (a GPU
+        # call's time limit) keeps its curves and resumes; the task reads the curves
+        "initial_steps": steps, "combined_steps": steps + 1, "validation_every": min(steps, READ_EVERY),
+        "checkpoint_every": min(steps, READ_EVERY),
         "read_points": {},
     }
     return type(base).model_validate({**base.model_dump(), **updates})
