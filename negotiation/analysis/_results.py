@@ -40,8 +40,7 @@ def scoped(study: Study, arms: Iterable[str] | None) -> Study:
     if unknown or not chosen:
         raise AnalysisError(f"protocol/{study.name}/arms.yaml", "arms",
                             f"scope {sorted(chosen)}: {unknown or 'no arm'} not among the study's arms")
-    return replace(study, frozen_arms={k: v for k, v in study.frozen_arms.items() if k in chosen},
-                   added_arms={k: v for k, v in study.added_arms.items() if k in chosen})
+    return study.restricted(chosen)
 
 
 def load_tables(results_dir: Path, arms, *, turns: bool = True) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:

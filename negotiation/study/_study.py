@@ -9,7 +9,7 @@ arm's name is an error naming both files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Mapping
@@ -30,7 +30,7 @@ from negotiation.study._layout import ResultsLayout, default_root, results_dir, 
 from negotiation.study._lockfile import LOCK_FILE, LockError, lock_file_problems
 from negotiation.study._registry import Registry, SignOff, load_registry
 
-__all__ = ["Study", "arm_problems", "load_study", "resolve_read_step"]
+__all__ = ["Study", "arm_problems", "as_study", "load_study", "resolve_read_step"]
 
 PROTOCOL_FILE = "protocol.yaml"
 ARMS_FILE = "arms.yaml"
@@ -216,6 +216,14 @@ class Study:
             raise ConfigError("\n".join(f"{shown}:{key}: {reason}" for key, reason in problems))
         return continuation_branches(self, self.arms, self.continuations)
 
+    def restricted(self, arms: set[str]) -> Study:
+        """This study with only ``arms`` planned, keeping what it already read (lock hash, guard
+        thresholds, prices, effective protocols): a scoped study reads no file again."""
+        scoped = replace(self, frozen_arms={k: v for k, v in self.frozen_arms.items() if k in arms},
+                         added_arms={k: v for k, v in self.added_arms.items() if k in arms})
+        scoped.__dict__.update({k: v for k, v in self.__dict__.items() if k not in scoped.__dict__})
+        return scoped
+
     def is_frozen(self, arm: str) -> bool:
         """Whether ``arm`` is in the frozen matrix (else the registry added it)."""
         return arm in self.frozen_arms
@@ -256,6 +264,12 @@ class Study:
 def _raise(shown: str, problems: list[tuple[str, str]]) -> None:
     if problems:
         raise ConfigError("\n".join(f"{shown}:{key}: {reason}" for key, reason in problems))
+
+
+def as_study(study: str | Study, root: Path | None = None) -> Study:
+    """``study`` itself when loaded, else ``load_study(study, root)``: library functions accept a
+    name for callers outside a stage or command; entry points load once and pass the ``Study``."""
+    return study if isinstance(study, Study) else load_study(study, root)
 
 
 def load_study(study: str, root: Path | None = None, *, registry: bool = True) -> Study:
