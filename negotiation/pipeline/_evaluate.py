@@ -18,10 +18,10 @@ from typing import Any
 
 from negotiation.errors import ConfigError, NegotiationError
 from negotiation.evaluation import (AgentPool, CellProgress, ExecutionBackend, ResultsStore, RunOptions,
-                                    agent_factory, arm_sampling_role, build_cell, cell_fingerprint,
+                                    agent_factory, arm_settings, build_cell, cell_fingerprint,
                                     env_config, evaluate_cell, parse_backend, pilot_record, run_pilot,
                                     write_redacted)
-from negotiation.agents import ServeSettings, agent_kind, configure_rate_limits, rate_limits_from_params
+from negotiation.agents import agent_kind, configure_rate_limits, rate_limits_from_params
 from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._stage import PARAMS_FILE, knob_source, runtime_count, runtime_knob
 from negotiation.study import PilotRecord, ResultsLayout, Study, as_study
@@ -59,16 +59,6 @@ def _torch_single_thread(seller: str) -> None:
     torch.set_num_threads(1)
 
 
-def _agent_settings(study: Study, arm_name: str, seller: str) -> dict[str, Any]:
-    """How the arm's seller is sampled (by arm kind) and served (``vllm:`` sizes)."""
-    arm = study.arms[arm_name]
-    # Served as the arm actually ran: the frozen protocol with its deviations' values (the paper's
-    # 31B arms on four accelerators, deviation 17), not the frozen two.
-    protocol = study.effective_protocol(arm_name)
-    serve = ServeSettings.from_protocol(protocol, arm.size) if agent_kind(seller).served and arm.size else None
-    return {"seller_sampling": arm_sampling_role(arm), "serve": serve}
-
-
 def _install_rate_limits() -> None:
     """Per-provider request and token limits from params.yaml ``rate_limits`` (a run-time knob:
     read when the stage runs, never a stage param), shared by every cell of this process."""
@@ -99,7 +89,7 @@ def run_pilot_stage(study: Study | str, arm: str, results_dir: Path, *, concurre
     _torch_single_thread(seller)
     cell = build_cell(study.protocol, arm=arm, seller=seller)
     digest = study.lock_hash
-    settings = _agent_settings(study, arm, seller)
+    settings = arm_settings(study, arm, seller)
     factory = agent_factory(study.protocol, retry=RunOptions().retry, max_concurrency=concurrency, **settings)
     root = layout.pilot_store(arm)
 
@@ -159,7 +149,7 @@ def run_evaluate_stage(study: Study | str, arm: str, results_dir: Path, *, concu
         result = asyncio.run(evaluate_cell(cell, out, study.protocol, protocol_hash=study.lock_hash,
                                            options=options, seller_weights=_seller_weights(layout, arm),
                                            seller_sha256=_seller_sha256(layout, arm),
-                                           on_progress=on_progress, **_agent_settings(study, arm, seller)))
+                                           on_progress=on_progress, **arm_settings(study, arm, seller)))
     metrics = arm_metrics(study.protocol, result.episodes)
     layout.metrics(arm).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return metrics
