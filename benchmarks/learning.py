@@ -83,13 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
 
-    from negotiation.protocol import load_learning
     from negotiation.study import load_study
     from negotiation.learning import run_learning_task
     from negotiation.training.lm import LmRuntime
 
     study = load_study("lm")
-    protocol, ladder = study.protocol, load_learning(study.protocol, study.root)
+    protocol, ladder = study.protocol, study.learning
     if args.small:
         protocol, ladder = _small(protocol, ladder)
     machine = "cpu" if args.device == "cpu" else "gpu"

@@ -6,8 +6,8 @@ from negotiation.pipeline import parser, run_audit_stage, stage_main
 
 def audit(args):
     if not run_audit_stage(args.study, args.results, args.out):
-        raise NegotiationError(f"audit of {args.study!r} found uncovered departures; see {args.out} "
-                               f"or run `nego audit {args.study} --results {args.results}`")
+        raise NegotiationError(f"audit of {args.study.name!r} found uncovered departures; see {args.out} "
+                               f"or run `nego audit {args.study.name} --results {args.results}`")
     return {"audit": "passed", "report": args.out}
 
 

@@ -58,7 +58,7 @@ def context_from_protocol(protocol) -> MetricContext:
     env = protocol.environment
     split = protocol.buyer_split()
     return MetricContext(
-        no_deal_penalty=env.no_deal_penalty, turn_cap=2 * env.max_rounds, converge_turn=env.converge_from_turn,
+        no_deal_penalty=env.no_deal_penalty, turn_cap=env.turn_cap, converge_turn=env.converge_from_turn,
         training_domains=tuple(protocol.domains.training), held_out_domains=tuple(protocol.domains.held_out),
         buyer_split=split,
     )

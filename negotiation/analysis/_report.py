@@ -29,7 +29,7 @@ from negotiation.analysis._tables_paper import (
     buyer_table, cost_table, guard_threshold_table, strategy_table, table1_paper, text_contrast_table,
     utility_parts_table,
 )
-from negotiation.study import Study, study_guard_rules
+from negotiation.study import Study
 
 BUILDERS: tuple[Callable[[Report], Table], ...] = (
     table1_paper, table1, lambda r: table2(r, False), utility_parts_table, strategy_table, table3, table4, table5,
@@ -122,7 +122,7 @@ def build_report(result: AnalysisResult, study: Study, out_dir: Path, validation
     tables link to the transcript viewer at ``transcripts`` (relative to the report; None: no links)."""
     out = Path(out_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    r = Report(result, study.protocol, study.arms, served=registry.served, guards=study_guard_rules(study))
+    r = Report(result, study.protocol, study.arms, served=registry.served, guards=study.guard_rules)
     tables = [builder(r) for builder in BUILDERS] + list(registry.appendix)
     figures = {name: draw(r) for name, draw in FIGURES.items()}
     paths = {f"figures/{name}.png": out / "figures" / f"{name}.png" for name in figures}

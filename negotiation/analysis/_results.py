@@ -22,7 +22,7 @@ from negotiation.analysis._analysis import AnalysisResult, run_analysis, bootstr
 from negotiation.analysis._errors import AnalysisError
 from negotiation.analysis._tables import RegistryInputs
 from negotiation.analysis._validate import ValidationReport, require_valid, validate_episodes, validation_settings
-from negotiation.study import ResultsLayout, Study, load_token_prices, study_guard_rules
+from negotiation.study import ResultsLayout, Study
 
 
 def scoped(study: Study, arms: Iterable[str] | None) -> Study:
@@ -40,8 +40,7 @@ def scoped(study: Study, arms: Iterable[str] | None) -> Study:
     if unknown or not chosen:
         raise AnalysisError(f"protocol/{study.name}/arms.yaml", "arms",
                             f"scope {sorted(chosen)}: {unknown or 'no arm'} not among the study's arms")
-    return replace(study, frozen_arms={k: v for k, v in study.frozen_arms.items() if k in chosen},
-                   added_arms={k: v for k, v in study.added_arms.items() if k in chosen})
+    return study.restricted(chosen)
 
 
 def load_tables(results_dir: Path, arms, *, turns: bool = True) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
@@ -98,8 +97,8 @@ def analyze_results(study: Study, results_dir: Path, registry: RegistryInputs, *
     episodes, turns = load_tables(results_dir, study.arms)
     settings = bootstrap_settings(study.protocol, seed=seed, resamples=resamples)
     result = run_analysis(episodes, study.protocol, study.arms, settings, turns=turns or None,
-                          signoffs=registry.signoffs, rules=study_guard_rules(study),
-                          prices=load_token_prices(study.name, study.root))
+                          signoffs=registry.signoffs, rules=study.guard_rules,
+                          prices=study.prices)
     write_analysis(result, ResultsLayout(Path(results_dir)).analyze, study.name)
     return result
 

@@ -86,7 +86,7 @@ def synthetic_tables(protocol, arms: Sequence[str], seed: int, *, with_turns: bo
     """``(episodes, turns)`` per arm over the protocol's evaluation grid, seeded."""
     rng = np.random.default_rng(seed)
     penalty = protocol.environment.no_deal_penalty if no_deal_penalty is None else no_deal_penalty
-    cap = 2 * protocol.environment.max_rounds
+    cap = protocol.environment.turn_cap
     buyers = sorted(protocol.buyers.evaluation)
     scenarios = _scenarios(protocol)
     episodes, turns = {}, {}

@@ -56,7 +56,7 @@ def validation_settings(protocol, arms) -> ValidationSettings:
     return ValidationSettings(
         arms=tuple(arms), episodes_per_arm=protocol.evaluation.episodes_per_arm,
         max_error_rows=protocol.evaluation.max_error_rows, no_deal_penalty=protocol.environment.no_deal_penalty,
-        turn_cap=2 * protocol.environment.max_rounds, pairing_key=tuple(protocol.evaluation.pairing_key),
+        turn_cap=protocol.environment.turn_cap, pairing_key=tuple(protocol.evaluation.pairing_key),
     )
 
 

@@ -32,18 +32,6 @@ def _console() -> Console:
     return Console(stderr=True)
 
 
-def _load_protocol(study: str) -> object:
-    from negotiation.study import load_study
-
-    return load_study(study).protocol
-
-
-def _protocol_hash(study: str) -> str:
-    from negotiation.study import protocol_hash
-
-    return protocol_hash(study)
-
-
 def _stats(p: CellProgress) -> str:
     return f"errors {p.errors}  retries {p.retries}  tokens {p.tokens:,}  ${p.cost:.4f}"
 
@@ -104,7 +92,10 @@ def evaluate(
     from negotiation.pipeline import StageProgress
 
     try:
-        protocol = _load_protocol(study)
+        from negotiation.study import load_study
+
+        loaded = load_study(study)
+        protocol = loaded.protocol
         if arm is not None:
             check_name("--arm", arm)
         if out.exists() and not out.is_dir():
@@ -123,7 +114,7 @@ def evaluate(
             def on_progress(phase: str, p: CellProgress) -> None:
                 bar.update(p.done, p.total, _stats(p))
 
-            result = asyncio.run(evaluate_cell(cell, out, protocol, protocol_hash=_protocol_hash(study),
+            result = asyncio.run(evaluate_cell(cell, out, protocol, protocol_hash=loaded.lock_hash,
                                                options=options, on_progress=on_progress))
     except NegotiationError as exc:  # plain text: the message may hold brackets rich would read as markup
         typer.echo("error: " + "; ".join(line for line in str(exc).splitlines() if line.strip()), err=True)

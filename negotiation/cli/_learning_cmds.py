@@ -22,13 +22,12 @@ def learn_task(
     """Run one learning-ladder task end to end; print its verdict; exit 1 when it fails."""
     import json
 
-    from negotiation.protocol import load_learning
     from negotiation.study import load_study
     from negotiation.learning import run_learning_task
     from negotiation.training.lm import LmRuntime
 
     loaded = load_study(study, root)
-    ladder = load_learning(loaded.protocol, loaded.root)
+    ladder = loaded.learning
     machine = "cpu" if device == "cpu" else "gpu"
     runtime = LmRuntime(device=device, dtype="float32" if machine == "cpu" else "bfloat16", threads=threads)
     verdict = run_learning_task(loaded.protocol, ladder, task, machine=machine, out=out, size=size, runtime=runtime)

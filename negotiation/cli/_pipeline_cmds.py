@@ -55,9 +55,12 @@ def status_command(
     root: Optional[Path] = typer.Option(None, "--root", help="Repository root."),
 ) -> None:
     """Per arm what is trained, selected, gated and evaluated; validation, audit and report."""
-    rows, state = arm_rows(study, root), study_state(study, root)
+    from negotiation.study import load_study
+
+    loaded = load_study(study, root)
+    rows, state = arm_rows(loaded), study_state(loaded)
     if as_json:
-        reads = arm_reads(study, root)  # the plan's read steps and branches, as numbers
+        reads = arm_reads(loaded)  # the plan's read steps and branches, as numbers
         arms = [{**row, **reads.get(row["arm"], {})} for row in rows]
         print_json({"study": study, "arms": arms, **state})
         return

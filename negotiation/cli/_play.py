@@ -7,11 +7,11 @@ is: ``nego play --help`` needs only the options (``benchmarks/cli_start.py`` tim
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from negotiation.cli._config import Phase, checkpoint_study, dirichlet_alpha_for, env_config_for
+from negotiation.cli._config import Phase, checkpoint_study, require_study
 from negotiation.cli._output import JSON_OPTION, console, print_json, scenario_for
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def _print_outcome(out: Console, episode: Episode, reward: float) -> None:
     out.print(Panel(Text(body), title=title, border_style=style))
 
 
-def play_episode(seller: str, buyer: str, scenario: Scenario, config: EnvConfig, study: str) -> Episode:
+def play_episode(seller: str, buyer: str, scenario: Scenario, config: EnvConfig, protocol: Any) -> Episode:
     """Play one episode with the lifecycle ``nego evaluate`` gives its agents.
 
     Agents get the study's sampling settings, are started before the first turn (a ``vllm:``
@@ -87,9 +87,8 @@ def play_episode(seller: str, buyer: str, scenario: Scenario, config: EnvConfig,
     from negotiation.agents import AgentCallError, RetryPolicy
     from negotiation.env import arun_episode
     from negotiation.evaluation import AgentPool, agent_factory
-    from negotiation.study import load_study
 
-    factory = agent_factory(load_study(study).protocol, retry=RetryPolicy(), max_concurrency=1)
+    factory = agent_factory(protocol, retry=RetryPolicy(), max_concurrency=1)
 
     async def run() -> Episode:
         async with AgentPool(factory) as pool:
@@ -116,10 +115,15 @@ def play_command(
                               "study that built an hf:/vllm: checkpoint among the agents, else demo)."),
 ) -> None:
     """Play one episode and print the transcript, or with --json the episode record."""
+    from negotiation.protocol import env_config
+    from negotiation.study import load_study
+
     study = study or checkpoint_study((seller, buyer)) or "demo"
-    config = env_config_for(study, phase)
-    scenario = scenario_for(domain, seed, dirichlet_alpha_for(study))
-    episode = play_episode(seller, buyer, scenario, config, study)
+    require_study(study)
+    protocol = load_study(study).protocol
+    config = env_config(protocol, phase)
+    scenario = scenario_for(domain, seed, protocol.environment.dirichlet_alpha)
+    episode = play_episode(seller, buyer, scenario, config, protocol)
     record = episode_json(episode, study)
     from negotiation.agents import redact, redact_obj
 

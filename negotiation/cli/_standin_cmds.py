@@ -38,7 +38,7 @@ def serve_standin(
         faults = Faults(error_rate=error_rate, kinds=tuple(k for k in kinds.split(",") if k), retry_after_s=retry_after,
                         hang_s=hang, latency_s=latency, bad_request_rate=bad_request_rate,
                         reject_params=tuple(p for p in reject_params.split(",") if p), seed=seed)
-        config = StandinConfig(host=host, port=port, max_turns=2 * protocol.environment.max_rounds, faults=faults)
+        config = StandinConfig(host=host, port=port, max_turns=protocol.environment.turn_cap, faults=faults)
     except ValidationError as exc:  # one line at the app's boundary, exit 2
         raise ConfigError(format_validation_error("serve-standin", exc)) from None
     server = StandinServer(config)

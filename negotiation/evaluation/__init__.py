@@ -19,7 +19,7 @@ _EXPORTS = {
     "_pilot": ("PilotResult", "decide", "run_pilot"),
     "_ray_local": ("local_ray_options", "start_ray", "stop_ray"),
     "_records": ("pilot_record", "write_redacted"),
-    "_run": ("EvaluationResult", "RunOptions", "cell_fingerprint", "evaluate_arm", "evaluate_cell"),
+    "_run": ("EvaluationResult", "RunOptions", "arm_settings", "cell_fingerprint", "evaluate_arm", "evaluate_cell"),
     "_setup": ("agent_factory", "arm_sampling_role", "build_cell", "env_config", "parse_buyers", "parse_domains",
                "parse_seeds"),
     "_standin": ("FAULT_KINDS", "PERSONAS", "Faults", "StandinConfig", "StandinServer"),

@@ -28,7 +28,7 @@ from negotiation.evaluation._setup import agent_factory, arm_sampling_role, buil
 from negotiation.evaluation._records import pilot_record as pilot_record_of, sampling_record, write_redacted
 from negotiation.evaluation._store import ResultsStore, _safe
 from negotiation.evaluation._weights import seller_weights_sha256
-from negotiation.study import ResultsLayout
+from negotiation.study import ResultsLayout, Study
 
 
 class RunOptions(BaseModel):
@@ -189,28 +189,39 @@ async def evaluate_cell(cell: CellSpec, out: Path | str, protocol: Any, *, proto
     return EvaluationResult(out, progress, episodes, turns, pilot, blocked, arm_accounting(episodes))
 
 
-async def evaluate_arm(protocol: Any, arm_name: str, arm: Any, seller: str, results_dir: Path | str, *,
-                       protocol_hash: str, options: RunOptions = RunOptions(), seller_weights: str | None = None,
+def arm_settings(study: Study, arm_name: str, seller: str) -> dict[str, Any]:
+    """How an arm's seller is sampled (by arm kind) and served (``vllm:`` sizes): served as the arm
+    actually ran, under the frozen protocol with its deviations' values (``Study.effective_protocol``:
+    the paper's 31B arms on four accelerators, deviation 17), not the frozen two."""
+    arm = study.arms[arm_name]
+    serve = (ServeSettings.from_protocol(study.effective_protocol(arm_name), arm.size)
+             if agent_kind(seller).served and arm.size else None)
+    return {"seller_sampling": arm_sampling_role(arm), "serve": serve}
+
+
+async def evaluate_arm(study: Study, arm_name: str, seller: str, results_dir: Path | str, *,
+                       protocol: Any = None, options: RunOptions = RunOptions(), seller_weights: str | None = None,
                        seller_sha256: str | None = None,
                        on_progress: Callable[[str, CellProgress], None] | None = None) -> EvaluationResult:
-    """The DVC ``evaluate@<arm>`` stage: one arm of the matrix over the protocol's full cell.
+    """One arm of the matrix over the protocol's full cell, with its pilot gate, sampled and served
+    as the ``evaluate@<arm>`` stage does (``arm_settings``).
 
     Args:
-        protocol: the loaded study protocol.
+        study: the loaded study (its lock hash is written into the audit records).
         arm_name: the arm's name (the ``arm`` column and the folder name).
-        arm: its ``negotiation.protocol.Arm`` (kind decides the seller's sampling; size the serving).
         seller: the arm's seller spec with ``{base}`` / ``{checkpoint}`` already filled in.
         results_dir: the study's results folder (``ResultsLayout``): episodes go to
             ``evaluate/<arm>/``, the pilot record to ``pilot/<arm>.json``.
-        protocol_hash: the verified protocol hash.
+        protocol: the protocol the cell is played under; default the study's (a test passes a
+            smaller one).
         options: run knobs (``params.yaml``).
         on_progress: as for ``evaluate_cell``.
     """
     layout = ResultsLayout(Path(results_dir))
-    serve = ServeSettings.from_protocol(protocol, arm.size) if agent_kind(seller).served and arm.size else None
+    protocol = study.protocol if protocol is None else protocol
     cell = build_cell(protocol, arm=arm_name, seller=seller)
-    return await evaluate_cell(cell, layout.episodes(arm_name).parent, protocol, protocol_hash=protocol_hash,
-                               options=options, seller_sampling=arm_sampling_role(arm), serve=serve,
+    return await evaluate_cell(cell, layout.episodes(arm_name).parent, protocol, protocol_hash=study.lock_hash,
+                               options=options, **arm_settings(study, arm_name, seller),
                                pilot_record=layout.pilot(arm_name), seller_weights=seller_weights,
                                seller_sha256=seller_sha256,
                                on_progress=on_progress)

@@ -19,18 +19,18 @@ from negotiation.analysis import (
 )
 from negotiation.errors import NegotiationError
 from negotiation.pipeline._plan import build_plan, results_profile
-from negotiation.study import ResultsLayout, Study, load_study, load_token_prices, protocol_hash, study_guard_rules
-from negotiation.registry import Registry, effective_protocol, load_registry, run_audit
+from negotiation.study import ResultsLayout, Study, as_study
+from negotiation.registry import Registry, run_audit
 from negotiation.tracking import MlflowTracker, experiment_name, git_commit
 
 
-def _planned(study: str, arms: list[str] | None, results_dir: Path) -> Study:
+def _planned(study: Study | str, arms: list[str] | None, results_dir: Path) -> Study:
     """The study with the arms these stages read: ``arms`` when given (``scoped``), else every arm
     the plan of the profile whose results folder ``results_dir`` is builds (``results_profile``):
     the CPU profile's in ``outputs/<study>``, the GPU profile's and the reference sellers in
     ``outputs/<study>-gpu``. Without that rule a fresh ``dvc repro pipelines/lm/dvc.yaml`` stopped
     at validate, waiting for tables no stage of it writes."""
-    loaded = load_study(study)
+    loaded = as_study(study)
     if arms is None and loaded.gpu_profile_arms():
         profile = results_profile(loaded, Path(results_dir))
         arms = list(build_plan(loaded, profile=profile)["plan"]["arms"])
@@ -53,7 +53,7 @@ def compliance_table(study: Study, results_dir: Path) -> Table:
     t = Table("audit", "Protocol compliance (nego audit): each check, its status and its evidence.",
               ["Check", "Status", "Evidence", "Deviations"])
     try:
-        report = run_audit(study.name, root=study.root, results_dir=results_dir)
+        report = run_audit(study, results_dir=results_dir)
     except NegotiationError as exc:
         t.rows.append(["audit", "error", str(exc), "—"])
         return t
@@ -67,36 +67,35 @@ def registry_inputs(study: Study, results_dir: Path | None = None) -> RegistryIn
     """What the analysis reads from ``registry/<study>/``: the sign-offs, each arm's served
     protocol (``effective_protocol``) and, with ``results_dir``, the report's deviation-log and
     compliance tables."""
-    registry = load_registry(study.name, study.root)
-    served = {arm: effective_protocol(study.protocol, registry, arm) for arm in study.arms}
+    registry = study.registry
+    served = {arm: study.effective_protocol(arm) for arm in study.arms}
     appendix = () if results_dir is None else (deviation_table(registry), compliance_table(study, Path(results_dir)))
     return RegistryInputs(signoffs=registry.signoffs, served=served, appendix=appendix)
 
 
-def run_validate(study: str, results_dir: Path, *, arms: list[str] | None = None) -> dict[str, Any]:
+def run_validate(study: Study | str, results_dir: Path, *, arms: list[str] | None = None) -> dict[str, Any]:
     """Validate every planned arm's episode table (``arms``: those arms only, see ``_planned``);
     the report is written whether or not it passes."""
     report = validate_results(_planned(study, arms, results_dir), Path(results_dir).resolve())  # GE: absolute paths
     return json.loads(report.model_dump_json())
 
 
-def _analysis(study: str, results_dir: Path, seed: int, resamples: int | None,
+def _analysis(study: Study | str, results_dir: Path, seed: int, resamples: int | None,
               arms: list[str] | None = None) -> tuple[Any, Any, Any]:
     loaded = _planned(study, arms, results_dir)
     validation = require_validated(loaded, Path(results_dir))
     episodes, turns = load_tables(Path(results_dir), loaded.arms)
     settings = bootstrap_settings(loaded.protocol, seed=seed, resamples=resamples)
     result = run_analysis(episodes, loaded.protocol, loaded.arms, settings, turns=turns or None,
-                          signoffs=load_registry(study, loaded.root).signoffs, rules=study_guard_rules(loaded),
-                          prices=load_token_prices(study, loaded.root))
+                          signoffs=loaded.signoffs, rules=loaded.guard_rules, prices=loaded.prices)
     return loaded, validation, result
 
 
-def run_analyze(study: str, results_dir: Path, out_dir: Path, *, seed: int, resamples: int | None = None,
+def run_analyze(study: Study | str, results_dir: Path, out_dir: Path, *, seed: int, resamples: int | None = None,
                 arms: list[str] | None = None) -> dict[str, Any]:
     """Metrics, contrasts (Holm on the primary family), frontier columns and guards into ``out_dir``."""
-    _, _, result = _analysis(study, results_dir, seed, resamples, arms)
-    write_analysis(result, Path(out_dir), study)
+    loaded, _, result = _analysis(study, results_dir, seed, resamples, arms)
+    write_analysis(result, Path(out_dir), loaded.name)
     primary = [c for c in result.contrasts if c.spec.primary]
     summary = {"contrasts": len(result.contrasts), "primary": len(primary),
                "primary_rejected": sum(bool(c.holm_rejected) for c in primary),
@@ -106,7 +105,7 @@ def run_analyze(study: str, results_dir: Path, out_dir: Path, *, seed: int, resa
     return summary
 
 
-def run_report(study: str, results_dir: Path, out_dir: Path, *, seed: int, resamples: int | None = None,
+def run_report(study: Study | str, results_dir: Path, out_dir: Path, *, seed: int, resamples: int | None = None,
                viewer_episodes: int = 2000, track: bool = True, arms: list[str] | None = None) -> dict[str, str]:
     """The report (HTML, Markdown, figures) and the transcript viewer under ``out_dir``."""
     context, validation, result = _analysis(study, results_dir, seed, resamples, arms)
@@ -114,14 +113,14 @@ def run_report(study: str, results_dir: Path, out_dir: Path, *, seed: int, resam
     paths = write_report(result, context, Path(results_dir), out, validation, registry_inputs(context, Path(results_dir)),
                          seed=seed, viewer_episodes=viewer_episodes)
     if track:
-        _log_analysis_run(study, Path(results_dir), out)
+        _log_analysis_run(context, Path(results_dir), out)
     return {name: str(path) for name, path in paths.items()}
 
 
-def _log_analysis_run(study: str, results_dir: Path, report_dir: Path) -> None:
-    tags = {"study": study, "phase": "analysis", "dvc_stage": "report", "git_commit": git_commit(),
-            "protocol_hash": protocol_hash(study)}
-    tracker = MlflowTracker(experiment_name(study), "analysis", {}, tags)
+def _log_analysis_run(study: Study, results_dir: Path, report_dir: Path) -> None:
+    tags = {"study": study.name, "phase": "analysis", "dvc_stage": "report", "git_commit": git_commit(),
+            "protocol_hash": study.lock_hash}
+    tracker = MlflowTracker(experiment_name(study.name), "analysis", {}, tags)
     layout = ResultsLayout(results_dir)
     summary = layout.summary
     if summary.exists():
@@ -134,7 +133,7 @@ def _log_analysis_run(study: str, results_dir: Path, report_dir: Path) -> None:
     tracker.finish()
 
 
-def run_audit_stage(study: str, results_dir: Path, out_path: Path) -> bool:
+def run_audit_stage(study: Study | str, results_dir: Path, out_path: Path) -> bool:
     """Run the audit over the results; write its JSON; return whether it passed."""
     report = run_audit(study, results_dir=Path(results_dir))
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)

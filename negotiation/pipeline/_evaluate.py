@@ -18,14 +18,13 @@ from typing import Any
 
 from negotiation.errors import ConfigError, NegotiationError
 from negotiation.evaluation import (AgentPool, CellProgress, ExecutionBackend, ResultsStore, RunOptions,
-                                    agent_factory, arm_sampling_role, build_cell, cell_fingerprint,
+                                    agent_factory, arm_settings, build_cell, cell_fingerprint,
                                     env_config, evaluate_cell, parse_backend, pilot_record, run_pilot,
                                     write_redacted)
-from negotiation.agents import ServeSettings, agent_kind, configure_rate_limits, rate_limits_from_params
+from negotiation.agents import agent_kind, configure_rate_limits, rate_limits_from_params
 from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._stage import PARAMS_FILE, knob_source, runtime_count, runtime_knob
-from negotiation.study import PilotRecord, ResultsLayout, Study, load_study, protocol_hash
-from negotiation.registry import effective_protocol, load_registry
+from negotiation.study import PilotRecord, ResultsLayout, Study, as_study
 from negotiation.tracking import SELLER_ARTIFACTS, MlflowTracker, experiment_name, flatten, git_commit, log_dataset_input
 
 
@@ -60,16 +59,6 @@ def _torch_single_thread(seller: str) -> None:
     torch.set_num_threads(1)
 
 
-def _agent_settings(study: Study, arm_name: str, seller: str) -> dict[str, Any]:
-    """How the arm's seller is sampled (by arm kind) and served (``vllm:`` sizes)."""
-    arm = study.arms[arm_name]
-    # Served as the arm actually ran: the frozen protocol with its deviations' values (the paper's
-    # 31B arms on four accelerators, deviation 17), not the frozen two.
-    protocol = effective_protocol(study.protocol, load_registry(study.name, study.root), arm_name)
-    serve = ServeSettings.from_protocol(protocol, arm.size) if agent_kind(seller).served and arm.size else None
-    return {"seller_sampling": arm_sampling_role(arm), "serve": serve}
-
-
 def _install_rate_limits() -> None:
     """Per-provider request and token limits from params.yaml ``rate_limits`` (a run-time knob:
     read when the stage runs, never a stage param), shared by every cell of this process."""
@@ -90,17 +79,17 @@ def _backend() -> ExecutionBackend:
     return parse_backend(kind, runtime_count("evaluate.workers"), where=knob_source("evaluate.backend"))
 
 
-def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int | None = None) -> PilotRecord:
+def run_pilot_stage(study: Study | str, arm: str, results_dir: Path, *, concurrency: int | None = None) -> PilotRecord:
     """Run the pilot gate of ``arm`` against every evaluation buyer; write ``pilot/<arm>.json``."""
     concurrency = _concurrency(concurrency)
     _install_rate_limits()
-    study = load_study(study_name)
+    study = as_study(study)
     layout = ResultsLayout(Path(results_dir))
     seller = _seller(layout, arm)
     _torch_single_thread(seller)
     cell = build_cell(study.protocol, arm=arm, seller=seller)
-    digest = protocol_hash(study_name)
-    settings = _agent_settings(study, arm, seller)
+    digest = study.lock_hash
+    settings = arm_settings(study, arm, seller)
     factory = agent_factory(study.protocol, retry=RunOptions().retry, max_concurrency=concurrency, **settings)
     root = layout.pilot_store(arm)
 
@@ -114,38 +103,38 @@ def run_pilot_stage(study_name: str, arm: str, results_dir: Path, *, concurrency
 
     with ResultsStore(root / "pilot").lock():
         results = asyncio.run(pilot())
-    record = pilot_record(study_name, arm, results, study.protocol, digest)
+    record = pilot_record(study.name, arm, results, study.protocol, digest)
     write_redacted(record, layout.pilot(arm))
     return record
 
 
-def gate_overrides(study_name: str, arm: str, record: PilotRecord) -> dict[str, list[int]]:
+def gate_overrides(study: Study | str, arm: str, record: PilotRecord) -> dict[str, list[int]]:
     """For each failed buyer cell, the active ``gate_override`` deviations covering it."""
-    log = load_registry(study_name).deviations
+    log = as_study(study).deviations
     return {cell.buyer: log.covering(arm, ("gate_override",), buyer=cell.buyer)
             for cell in record.cells if not cell.passed}
 
 
-def _check_gate(study_name: str, arm: str, layout: ResultsLayout) -> tuple[list[str], list[int]]:
+def _check_gate(study: Study, arm: str, layout: ResultsLayout) -> tuple[list[str], list[int]]:
     record = PilotRecord.model_validate_json(layout.pilot(arm).read_text(encoding="utf-8"))
-    overrides = gate_overrides(study_name, arm, record)
+    overrides = gate_overrides(study, arm, record)
     uncovered = sorted(buyer for buyer, ids in overrides.items() if not ids)
     if uncovered:
         shown = ", ".join(f"{c.buyer}: {c.bad_parses} bad parses in {c.turns} turns" for c in record.cells
                           if c.buyer in uncovered)
         raise GateClosedError(f"{layout.pilot(arm)}:cells: pilot gate failed ({shown}); log a gate_override "
-                              f"deviation (`nego deviation new {study_name} --category gate_override ...`) to run it")
+                              f"deviation (`nego deviation new {study.name} --category gate_override ...`) to run it")
     return sorted(b.buyer for b in record.cells), sorted({i for ids in overrides.values() for i in ids})
 
 
-def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurrency: int | None = None,
+def run_evaluate_stage(study: Study | str, arm: str, results_dir: Path, *, concurrency: int | None = None,
                        retry_errors: bool = True) -> dict[str, Any]:
     """Evaluate ``arm`` on every cell into ``evaluate/<arm>/`` (``track`` logs it to MLflow)."""
     concurrency = _concurrency(concurrency)
     _install_rate_limits()
-    study = load_study(study_name)
+    study = as_study(study)
     layout = ResultsLayout(Path(results_dir))
-    _, override_ids = _check_gate(study_name, arm, layout)
+    _, override_ids = _check_gate(study, arm, layout)
     seller = _seller(layout, arm)
     _torch_single_thread(seller)
     cell = build_cell(study.protocol, arm=arm, seller=seller)
@@ -157,10 +146,10 @@ def run_evaluate_stage(study_name: str, arm: str, results_dir: Path, *, concurre
             progress.update(p.done, p.total, f"resumed {p.skipped}, errors {p.errors}, retries {p.retries}, "
                                              f"${p.cost:.4f}")
 
-        result = asyncio.run(evaluate_cell(cell, out, study.protocol, protocol_hash=protocol_hash(study_name),
+        result = asyncio.run(evaluate_cell(cell, out, study.protocol, protocol_hash=study.lock_hash,
                                            options=options, seller_weights=_seller_weights(layout, arm),
                                            seller_sha256=_seller_sha256(layout, arm),
-                                           on_progress=on_progress, **_agent_settings(study, arm, seller)))
+                                           on_progress=on_progress, **arm_settings(study, arm, seller)))
     metrics = arm_metrics(study.protocol, result.episodes)
     layout.metrics(arm).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return metrics
@@ -182,13 +171,14 @@ def arm_metrics(protocol: Any, episodes: Any) -> dict[str, Any]:
             "usd_per_episode": usd}  # null when a provider's price is unknown, never a silent $0
 
 
-def log_evaluation_run(study_name: str, arm: str, seller: str, metrics: dict[str, Any], layout: ResultsLayout,
+def log_evaluation_run(study: Study | str, arm: str, seller: str, metrics: dict[str, Any], layout: ResultsLayout,
                        tables_sha256: str) -> str | None:
     """One MLflow run per evaluated arm: metrics, tags, tables, pilot record and sampling."""
-    log = load_registry(study_name).deviations
+    study = as_study(study)
+    study_name, log = study.name, study.deviations
     deviations = sorted(e.id for e in log.active() if e.covers(arm, None, None))
     tags = {"study": study_name, "arm": arm, "phase": "evaluation", "dvc_stage": f"evaluate@{arm}",
-            "git_commit": git_commit(), "protocol_hash": protocol_hash(study_name), "seller": seller,
+            "git_commit": git_commit(), "protocol_hash": study.lock_hash, "seller": seller,
             "deviations": ",".join(map(str, deviations)) or "none", "tables_sha256": tables_sha256}
     tracker = MlflowTracker(experiment_name(study_name), f"evaluate/{arm}", flatten({"seller": seller}), tags)
     tracker.log_step(0, {f"eval/{k}": float(v) for k, v in metrics.items() if isinstance(v, (int, float))})

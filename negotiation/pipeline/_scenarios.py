@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from negotiation.env import load_domain, make_scenario
-from negotiation.study import load_study
+from negotiation.study import Study, as_study
 
 EVALUATION_FILE = "evaluation.parquet"
 PILOT_FILE = "pilot.parquet"
@@ -40,9 +40,9 @@ def _rows(study: Any, seeds: range, buyers: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def scenario_table(study_name: str, block: str = "evaluation") -> pd.DataFrame:
+def scenario_table(study: Study | str, block: str = "evaluation") -> pd.DataFrame:
     """Cells of the evaluation (or pilot) block: ``seeds_per_domain`` seeds (pilot: its own count)."""
-    study = load_study(study_name)
+    study = as_study(study)
     p = study.protocol
     seeds_block = getattr(p.seeds, block)
     n = p.evaluation.seeds_per_domain if block == "evaluation" else p.pilot_gate.seeds_per_domain
@@ -50,16 +50,17 @@ def scenario_table(study_name: str, block: str = "evaluation") -> pd.DataFrame:
     return pd.DataFrame(_rows(study, seeds, sorted(p.buyers.evaluation)))
 
 
-def run_scenarios(study_name: str, out_dir: Path) -> dict[str, Any]:
+def run_scenarios(study: Study | str, out_dir: Path) -> dict[str, Any]:
     """Write the evaluation and pilot scenario tables and their summary."""
+    study = as_study(study)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # No protocol hash here: every evaluate stage depends on this folder, and an edit to a
     # protocol section the scenarios do not read must not rerun them (the tables' hashes say
     # what the scenarios are).
-    summary: dict[str, Any] = {"study": study_name}
+    summary: dict[str, Any] = {"study": study.name}
     for block, name in (("evaluation", EVALUATION_FILE), ("pilot", PILOT_FILE)):
-        table = scenario_table(study_name, block)
+        table = scenario_table(study, block)
         table.to_parquet(out / name, index=False)
         digest = hashlib.sha256(pd.util.hash_pandas_object(table, index=False).values.tobytes()).hexdigest()
         summary[block] = {"cells": len(table), "domains": int(table["domain"].nunique()),

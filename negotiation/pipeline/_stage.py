@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import yaml
 
@@ -16,6 +16,9 @@ from negotiation._install import install_hint
 from negotiation._logging import configure_logging
 from negotiation.errors import ConfigError, NegotiationError
 from negotiation.tracking import DEFAULT_EXPERIMENT_PREFIX, DEFAULT_TRACKING_URI, EXPERIMENT_PREFIX_ENV
+
+if TYPE_CHECKING:
+    from negotiation.study import Study
 
 PARAMS_FILE = Path("params.yaml")
 
@@ -75,31 +78,23 @@ def tracking_uri_from_params(params_file: Path = PARAMS_FILE) -> str:
 def parser(description: str, *names: str) -> argparse.ArgumentParser:
     """A parser with ``--study`` plus the named string options (all required)."""
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--study", required=True, help="study under protocol/")
+    p.add_argument("--study", required=True, help="study under protocol/ (stage_main loads it: args.study is a Study)")
     for name in names:
         p.add_argument(f"--{name}", required=True)
     return p
 
 
-def check_stage_names(args: argparse.Namespace) -> None:
-    """``--study`` and the ``--arm`` / ``--run`` / ``--size`` a stage is called with are safe names of
-    that study (a stage script run by hand with ``../x`` or a typo otherwise traced back)."""
+def check_stage_names(args: argparse.Namespace) -> Study:
+    """Load the study ``--study`` names (the stage's one ``load_study``) and check the ``--arm`` /
+    ``--run`` / ``--size`` it is called with are safe names of it (a stage script run by hand with
+    ``../x`` or a typo otherwise traced back)."""
     from negotiation.names import check_name
+    from negotiation.study import load_study
 
     check_name("--study", args.study)
     given = {key: getattr(args, key) for key in ("arm", "run", "size") if getattr(args, key, None) is not None}
-    if not given:
-        from negotiation.study import default_root, study_dir
-
-        if not study_dir(args.study, default_root()).is_dir():  # load_study names the known studies
-            from negotiation.study import load_study
-
-            load_study(args.study)
-        return
     for key, value in given.items():
         check_name(f"--{key}", value)
-    from negotiation.study import load_study  # only where there is a name to look up
-
     study = load_study(args.study)
     known = {"arm": study.arms,
              "run": {a.run for a in study.arms.values() if a.kind == "trained"}
@@ -109,18 +104,20 @@ def check_stage_names(args: argparse.Namespace) -> None:
         if value not in known[key]:
             article = "an" if key == "arm" else "a"
             raise ConfigError(f"--{key}:{value}: not {article} {key} of study {args.study!r}; known: {sorted(known[key])}")
+    return study
 
 
 def stage_main(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], Any]) -> None:
-    """Parse, check the names, run, print the result as JSON; bad input is one line and exit 2, any
-    other user-fixable error (a package of an extra not installed, e.g. transformers for the lm
-    study after ``make repro``) one line and exit 1."""
+    """Parse, load the study once and check the names, run, print the result as JSON. ``run`` gets
+    ``args.study`` as the loaded ``Study`` and passes it down (no layer loads it again). Bad input
+    is one line and exit 2, any other user-fixable error (a package of an extra not installed,
+    e.g. transformers for the lm study after ``make repro``) one line and exit 1."""
     args = p.parse_args()
     configure_logging(default=logging.INFO)  # progress lines of long stages (NEGO_LOG_LEVEL overrides)
     os.environ.setdefault("MLFLOW_TRACKING_URI", tracking_uri_from_params())
     os.environ.setdefault(EXPERIMENT_PREFIX_ENV, runtime_knob("tracking.experiment_prefix", DEFAULT_EXPERIMENT_PREFIX))
     try:
-        check_stage_names(args)
+        args.study = check_stage_names(args)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -9,7 +9,7 @@ from typing import Any
 
 from negotiation.pipeline._plan import build_plan
 from negotiation.registry import AuditReport
-from negotiation.study import ResultsLayout, load_study
+from negotiation.study import ResultsLayout, Study, as_study
 
 
 def _read(path: Path) -> Any:
@@ -41,15 +41,15 @@ def _reads(arm: dict[str, Any]) -> str:
     return f"{arm['run']} step {arm['read_step']} (combined {arm['combined_step']}{branch})"
 
 
-def arm_reads(study: str, root: Path | None = None) -> dict[str, dict[str, Any]]:
+def arm_reads(study: Study | str, root: Path | None = None) -> dict[str, dict[str, Any]]:
     """Per trained arm, the plan's run, own read step, combined step, parent run and branch step."""
-    plan = build_plan(load_study(study, root))["plan"]
+    plan = build_plan(as_study(study, root))["plan"]
     return {name: {key: arm[key] for key in READ_KEYS} for name, arm in plan["arms"].items() if arm["kind"] == "trained"}
 
 
-def arm_rows(study: str, root: Path | None = None) -> list[dict[str, str]]:
+def arm_rows(study: Study | str, root: Path | None = None) -> list[dict[str, str]]:
     """One row per planned arm."""
-    loaded = load_study(study, root)
+    loaded = as_study(study, root)
     plan = build_plan(loaded)["plan"]
     layout = loaded.layout
     rows = []
@@ -67,9 +67,9 @@ def arm_rows(study: str, root: Path | None = None) -> list[dict[str, str]]:
     return rows
 
 
-def study_state(study: str, root: Path | None = None) -> dict[str, Any]:
+def study_state(study: Study | str, root: Path | None = None) -> dict[str, Any]:
     """Validation, audit and report state of the study."""
-    loaded = load_study(study, root)
+    loaded = as_study(study, root)
     layout = loaded.layout
     validation = _read(layout.validation_report)
     audit = _read(layout.audit)

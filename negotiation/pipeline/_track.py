@@ -20,7 +20,7 @@ from typing import Any
 
 from negotiation.pipeline._evaluate import log_evaluation_run
 from negotiation.pipeline._plan import build_plan, results_profile
-from negotiation.study import ResultsLayout, Study, load_study, protocol_hash
+from negotiation.study import ResultsLayout, Study, as_study
 from negotiation.tracking import (
     READ_ALIAS, RECORD_FILE, describe_experiment, experiment_description, experiment_id, experiment_name,
     log_recorded_run, log_seller_model, read_recorded_run, read_run_times, register_seller, registered_model_name,
@@ -118,7 +118,7 @@ def _register(client: Any, study: Study, arm_name: str, layout: ResultsLayout, r
     points = ",".join(_aliases(arm)[1:]) if arm else ""
     identity = {"study": study.name, "arm": arm_name, "kind": arm.kind if arm else "unknown",
                 "size": (arm.size if arm else None) or "none", "read_point": points or "none",
-                "protocol_hash": protocol_hash(study.name)}
+                "protocol_hash": study.lock_hash}
     tags = {**identity, "seller": record["seller"], "seller_sha256": _sha256(seller),
             "checkpoint_sha256": record.get("weights_sha256") or "none (scripted seller)",
             "dvc_path": seller.as_posix(), "checkpoint_path": chosen.get("checkpoint") or "none",
@@ -137,12 +137,13 @@ def _register(client: Any, study: Study, arm_name: str, layout: ResultsLayout, r
                            description=description)
 
 
-def run_track(study: str, results_dir: Path) -> dict[str, Any]:
+def run_track(study: Study | str, results_dir: Path) -> dict[str, Any]:
     """Log every recorded training run and every evaluated arm not yet logged with its current
     record or table; return run ids by run and by arm."""
     layout = ResultsLayout(Path(results_dir))
     client = _client()
-    loaded = load_study(study)
+    loaded = as_study(study)
+    study = loaded.name
     plan = build_plan(loaded, profile=results_profile(loaded, Path(results_dir)))["plan"]
     describe_experiment(client, experiment_id(client, experiment_name(study)), experiment_description(study))
     training = _log_training(client, study, layout, plan["runs"])
@@ -157,7 +158,7 @@ def run_track(study: str, results_dir: Path) -> dict[str, Any]:
         if run_id is None:
             metrics = json.loads(layout.metrics(arm).read_text(encoding="utf-8"))
             seller = json.loads(layout.seller(arm).read_text(encoding="utf-8"))["seller"]
-            run_id = log_evaluation_run(study, arm, seller, metrics, layout, digest)
+            run_id = log_evaluation_run(loaded, arm, seller, metrics, layout, digest)
         version = _register(client, loaded, arm, layout, run_id)
         runs[arm] = {"run_id": run_id, "tables_sha256": digest, "registered_model": registered_model_name(study, arm),
                      "model_version": version}

@@ -21,7 +21,7 @@ from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._plan import profile_plan
 from negotiation.pipeline._stage import PARAMS_FILE, runtime_count, runtime_knob
 from negotiation.protocol import fill_seller
-from negotiation.study import ResultsLayout, Study, load_study, protocol_hash, write_record
+from negotiation.study import ResultsLayout, Study, as_study, write_record
 from negotiation.registry import select_checkpoint
 
 MODELS_ENV = "NEGO_MODELS_DIR"
@@ -39,20 +39,20 @@ def _write_json(path: Path, payload: dict[str, Any]) -> Path:
     return path
 
 
-def run_tokenizer(study_name: str, out_dir: Path) -> dict[str, Any]:
+def run_tokenizer(study: Study | str, out_dir: Path) -> dict[str, Any]:
     """Train and check the ladder's tokenizer (``lm`` studies only)."""
     from negotiation.ladder import write_tokenizer
 
-    study = load_study(study_name)
+    study = as_study(study)
     if study.protocol.tokenizer is None:
-        raise ConfigError(f"protocol/{study_name}/protocol.yaml:tokenizer: the study has no language-model ladder")
+        raise ConfigError(f"protocol/{study.name}/protocol.yaml:tokenizer: the study has no language-model ladder")
     return write_tokenizer(study.protocol, Path(out_dir))
 
 
-def run_init(study_name: str, size: str, out_dir: Path) -> Path:
+def run_init(study: Study | str, size: str, out_dir: Path) -> Path:
     """Write a size's untrained weights (policy), its warm-started base (the ``lm`` ladder) or
     point at its local base checkpoint (LLM)."""
-    study = load_study(study_name)
+    study = as_study(study)
     spec = study.protocol.sizes[size]
     out_dir = Path(out_dir)
     if spec.kind == "policy":
@@ -98,10 +98,10 @@ def training_backend(params_file: Path = PARAMS_FILE) -> str:
     return value
 
 
-def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -> dict[str, Any]:
+def run_train(study: Study | str, run: str, out_dir: Path, *, track: bool = True) -> dict[str, Any]:
     """Train one run: the demo trainer for policy sizes, the token trainer for the ``lm`` ladder
     and (``training.backend: token``) the paper's sizes, else NeMo-RL."""
-    study = load_study(study_name)
+    study = as_study(study)
     plan = profile_plan(study, run=run)
     info = plan["runs"][run]
     kind = study.protocol.sizes[info["size"]].kind
@@ -109,11 +109,11 @@ def run_train(study_name: str, run: str, out_dir: Path, *, track: bool = True) -
     if kind == "lm" or (kind == "llm" and training_backend() == "token"):
         return _train_tokens(study, run, info, Path(out_dir), track)
     if kind != "policy":
-        return _train_with_nemo(study_name, run, branch)
+        return _train_with_nemo(study, run, branch)
     from negotiation.training import branch_checkpoint, train_arm, train_config_for, training_env
 
     parent = branch_checkpoint(study.root / info["start"], branch) if info["parent"] else None
-    cfg = train_config_for(study, run, parent=parent, steps=info["steps"], protocol_hash=protocol_hash(study_name))
+    cfg = train_config_for(study, run, parent=parent, steps=info["steps"], protocol_hash=study.lock_hash)
     with StageProgress(f"train@{run}", unit="steps") as progress:
         def on_step(step: int, total: int, metrics: dict[str, float]) -> None:
             progress.update(step, total, f"reward {metrics['train/reward']:.3f}, "
@@ -165,7 +165,7 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, t
                         micro_batch_tokens=runtime_knob("training.micro_batch_tokens", 16384),
                         threads=torch.get_num_threads())
     cfg = lm_train_config_for(study, run, owner, base=_base_folder(study, info["size"]), parent=parent,
-                              steps=info["steps"], runtime=runtime, protocol_hash=protocol_hash(study.name))
+                              steps=info["steps"], runtime=runtime, protocol_hash=study.lock_hash)
     # A partial run (resume.pt: a device call ran out of time) resumes; a finished one is kept. The
     # MLflow run is recorded beside the checkpoints for the track stage (no MLflow where this runs).
     partial = (out_dir / RESUME_FILE).is_file()
@@ -176,13 +176,13 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, t
             "seconds": summary.seconds, "mlflow_run_id": summary.mlflow_run_id}
 
 
-def _train_with_nemo(study_name: str, run: str, branch_step: int | None) -> dict[str, Any]:
+def _train_with_nemo(study: Study, run: str, branch_step: int | None) -> dict[str, Any]:
     """Write the run's NeMo-RL config (a continuation from the plan's ``branch_step``) and launch
     it; stops first naming what is missing."""
     from negotiation.training.nemo import launch_training, require_backend, write_run_config
 
     require_backend()  # raises BackendUnavailableError listing nemo_rl, ray, GPUs, ...
-    config, _ = write_run_config(study_name, run, use_tokenizer=False, parent_step=branch_step)
+    config, _ = write_run_config(study, run, use_tokenizer=False, parent_step=branch_step)
     launch_training(config)
     return {"run": run, "config": str(config)}
 
@@ -213,9 +213,9 @@ def served_checkpoint(root: Path, checkpoint: str, select_dir: Path) -> str:
     return str(target.resolve().relative_to(Path(root).resolve()))
 
 
-def run_select(study_name: str, arm_name: str, results_dir: Path) -> dict[str, Any]:
+def run_select(study: Study | str, arm_name: str, results_dir: Path) -> dict[str, Any]:
     """Apply the read-point rule (trained arms) and write the seller every arm is evaluated with."""
-    study = load_study(study_name)
+    study = as_study(study)
     plan = profile_plan(study, arm=arm_name)
     arm = study.arms[arm_name]
     layout = ResultsLayout(Path(results_dir))
@@ -236,7 +236,7 @@ def run_select(study_name: str, arm_name: str, results_dir: Path) -> dict[str, A
     # hash (selection.json carries it for the audit), so unrelated protocol edits rerun nothing.
     weights = study.root / checkpoint if checkpoint else (study.root / plan["arms"][arm_name]["source"]
                                                           if arm.kind == "base" else None)
-    payload = {"version": 1, "study": study_name, "arm": arm_name, "kind": arm.kind, "seller": seller,
+    payload = {"version": 1, "study": study.name, "arm": arm_name, "kind": arm.kind, "seller": seller,
                "weights_sha256": folder_sha256(Path(weights)) if weights else None}
     _write_json(layout.seller(arm_name), payload)
     return payload

@@ -77,6 +77,12 @@ class Environment(StrictModel):
         """Soft budget in rounds."""
         return self.t_soft_fraction * self.max_rounds
 
+    @property
+    def turn_cap(self) -> int:
+        """Turns an episode may last: one seller and one buyer turn per round (the engine's
+        ``EnvConfig.max_turns`` is built from the same ``max_rounds``)."""
+        return 2 * self.max_rounds
+
 
 class Domains(StrictModel):
     """Which domain schemas (``protocol/domains/<name>.yaml``) the study trains and evaluates on."""

@@ -8,10 +8,20 @@ The audit checks results and registry against the protocol. See ``docs/protocol.
 from negotiation.registry._audit import AuditReport, run_audit
 from negotiation.registry._findings import Finding
 from negotiation.registry._checks import CHECKS
-from negotiation.registry._deviation import CATEGORIES, Cell, Deviation, DeviationLog, load_deviation_log
-from negotiation.registry._deviation_index import INDEX_FILE, appended_only
-from negotiation.registry._effective import effective_protocol, value_problems
-from negotiation.registry._entries import Registry, SignOff, load_registry
+from negotiation.study import (  # the study reads registry/<study>/ once; these names stay here too
+    CATEGORIES,
+    INDEX_FILE,
+    Cell,
+    Deviation,
+    DeviationLog,
+    Registry,
+    SignOff,
+    appended_only,
+    effective_protocol,
+    load_deviation_log,
+    load_registry,
+    value_problems,
+)
 from negotiation.registry._readpoint import (
     CheckpointError,
     ReadPoint,

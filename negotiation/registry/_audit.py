@@ -20,9 +20,9 @@ from typing import Literal
 from negotiation.errors import ConfigError
 from negotiation.protocol import StrictModel
 from negotiation.registry._checks import CHECKS
-from negotiation.registry._entries import load_registry
 from negotiation.registry._findings import AuditContext, Check, Finding
-from negotiation.study import ResultsLayout, checked_lock, default_root, load_study, results_dir as default_results
+from negotiation.study import ResultsLayout, Study, checked_lock, default_root, load_registry, load_study
+from negotiation.study import results_dir as default_results
 
 __all__ = ["AuditReport", "run_audit"]
 
@@ -47,13 +47,19 @@ class AuditReport(StrictModel):
         return all(f.status != "fail" for f in self.findings)
 
 
-def _load_context(study: str, root: Path, results_dir: Path) -> AuditContext:
-    ctx = AuditContext(study, root, load_registry(study, root), ResultsLayout(results_dir))
-    try:
-        ctx.study = load_study(study, root)
-    except ConfigError as exc:
-        ctx.study_error = str(exc)
-    lock, ctx.lock_issues = checked_lock(study, root)
+def _load_context(study: str | Study, root: Path, results_dir: Path) -> AuditContext:
+    """The checks' inputs: the study as loaded (once); when it does not load, its registry alone,
+    so the registry's own findings are still reported."""
+    loaded, error = study if isinstance(study, Study) else None, None
+    name = loaded.name if loaded else str(study)
+    if loaded is None:
+        try:
+            loaded = load_study(name, root)
+        except ConfigError as exc:
+            error = str(exc)
+    registry = loaded.registry if loaded else load_registry(name, root)
+    ctx = AuditContext(name, root, registry, ResultsLayout(results_dir), loaded, error)
+    lock, ctx.lock_issues = checked_lock(loaded or name, root)
     if lock is not None and not ctx.lock_issues:
         ctx.lock_hash = lock.protocol_hash
     return ctx
@@ -72,17 +78,19 @@ def _run_check(check: Check, ctx: AuditContext) -> list[Finding]:
         return [Finding(check=check.name, status="fail", evidence=line) for line in str(exc).splitlines()]
 
 
-def run_audit(study: str, *, root: Path | None = None, results_dir: Path | None = None) -> AuditReport:
+def run_audit(study: str | Study, *, root: Path | None = None, results_dir: Path | None = None) -> AuditReport:
     """Run every check of ``CHECKS`` on ``study``.
 
     Args:
-        study: study name (``protocol/<study>/``, ``registry/<study>/``).
+        study: a loaded ``Study``, or its name (``protocol/<study>/``; loaded here, and audited
+            even when it does not load).
         root: repository root; default this checkout.
         results_dir: where the pipeline wrote results; default ``<root>/outputs/<study>``.
     """
-    root = Path(root or default_root())
-    results = Path(results_dir) if results_dir is not None else default_results(study, root)
+    root = study.root if isinstance(study, Study) else Path(root or default_root())
+    name = study.name if isinstance(study, Study) else study
+    results = Path(results_dir) if results_dir is not None else default_results(name, root)
     ctx = _load_context(study, root, results)
     findings = [finding for check in CHECKS for finding in _run_check(check, ctx)]
-    return AuditReport(version=1, study=study, results_dir=ctx.show(results),
+    return AuditReport(version=1, study=name, results_dir=ctx.show(results),
                        declared_only=not ctx.layout.exists(), findings=tuple(findings))

@@ -6,10 +6,9 @@ import datetime as dt
 
 from typing import Iterator
 
-from negotiation.study import arm_problems
+from negotiation.study import arm_problems, value_problems
 from negotiation.registry._findings import AuditContext, Finding, cover
 from negotiation.registry._deviation_index import history_problems
-from negotiation.registry._effective import value_problems
 from negotiation.registry._entries import deleted_signoffs
 
 __all__ = [

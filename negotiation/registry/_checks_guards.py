@@ -11,7 +11,7 @@ from typing import Iterator
 
 from negotiation.errors import ConfigError
 from negotiation.registry._findings import AuditContext, Finding
-from negotiation.study import PRESPECIFIED_THRESHOLDS, guard_rule_problems, load_guard_thresholds
+from negotiation.study import PRESPECIFIED_THRESHOLDS, guard_rule_problems
 
 __all__ = ["check_guard_thresholds"]
 
@@ -20,7 +20,7 @@ def check_guard_thresholds(ctx: AuditContext) -> Iterator[Finding]:
     path = ctx.registry.dir / "guards.yaml"
     shown = ctx.show(path)
     try:
-        added = load_guard_thresholds(ctx.study_name, ctx.root)
+        added = ctx.study.guard_thresholds
     except ConfigError as exc:
         yield from (Finding(check="guard_thresholds", status="fail", evidence=line) for line in str(exc).splitlines())
         return

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Literal
 
 from negotiation.protocol import Arm, StrictModel
-from negotiation.registry._entries import Registry
-from negotiation.study import Branch, ResultsLayout, Study, continuation_branches, continuation_problems
+from negotiation.study import Branch, Registry, ResultsLayout, Study, continuation_branches, continuation_problems
 
 __all__ = ["AuditContext", "Check", "CheckFn", "Finding", "Status", "cover"]
 

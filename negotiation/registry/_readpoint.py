@@ -16,7 +16,7 @@ from typing import Iterable
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, StrictModel
-from negotiation.study import SelectionRecord, Study, protocol_hash
+from negotiation.study import SelectionRecord, Study
 
 __all__ = ["CheckpointError", "ReadPoint", "list_checkpoint_steps", "select_checkpoint", "select_read_point"]
 
@@ -135,5 +135,5 @@ def select_checkpoint(
         version=1, study=study.name, arm=arm_name, run=arm.run or "", parent_step=offset,
         rule_step=point.rule_step, step=point.step, substitution=point.substitution,
         available_steps=tuple(available), checkpoint=str(Path(run_dir) / f"step_{point.step}"),
-        protocol_hash=protocol_hash(study.name, study.root),
+        protocol_hash=study.lock_hash,
     )

@@ -12,9 +12,7 @@ from pydantic import ValidationError
 from negotiation.errors import ConfigError, format_validation_error
 from negotiation.protocol import display_path
 from negotiation.study import default_root, load_study, registry_dir
-from negotiation.registry._deviation import FILE_NAME, Cell, Deviation, deviation_filename
-from negotiation.registry._deviation_index import append_to_index
-from negotiation.registry._entries import load_registry
+from negotiation.study import FILE_NAME, Cell, Deviation, append_to_index, deviation_filename, load_registry
 from negotiation.registry._scaffold_arm import ArmDraft, draft_added_arm
 
 __all__ = ["new_deviation", "parse_cell"]

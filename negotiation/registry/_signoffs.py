@@ -1,7 +1,7 @@
 """Recording a reader's hand-read sign-off: ``registry/<study>/signoffs/<arm>.yaml``.
 
 The analysis reads sign-offs (the hand-read guard) as typed arguments; writing them is the
-registry's, beside the loader (``load_registry(...).signoffs``).
+registry's, beside the loader (``Study.signoffs``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from negotiation.errors import ConfigError
-from negotiation.registry._entries import SignOff
-from negotiation.study import Study, registry_dir
+from negotiation.study import SignOff, Study, registry_dir
 
 __all__ = ["SignoffError", "record_signoff"]
 

@@ -1,10 +1,9 @@
 """The study on disk: one loaded ``Study``, where its results live, and the records it writes.
 
-A study is ``protocol/<study>/`` (protocol, frozen arm matrix, lock) plus the arms the registry
-adds (``registry/<study>/arms.yaml``) and its continuation branches. Everything above this
-package (registry, training, evaluation, analysis, pipeline) reads the study through it:
-``load_study`` (protocol and every arm, merged once), ``ResultsLayout`` (every results path),
-the records each stage writes (selection, pilot, sampling, contrasts), and the lock.
+A study is ``protocol/<study>/`` (protocol, frozen arm matrix, lock) plus ``registry/<study>/``
+(added arms, continuation branches, deviations, sign-offs). Everything above this package reads
+the study through it: ``load_study`` (called once per process; the only reader of those files),
+``ResultsLayout`` (every results path), the records each stage writes, and the lock.
 """
 
 from negotiation.study._arms import AddedArm, AddedArms, added_arms_path, load_added_arms, merge_arms
@@ -17,6 +16,10 @@ from negotiation.study._continuations import (
     continuations_path,
     load_continuations,
 )
+from negotiation.study._deviation import CATEGORIES, FILE_NAME, Cell, Deviation, DeviationLog, deviation_filename, load_deviation_log, slugify
+from negotiation.study._deviation_index import INDEX_FILE, DeviationIndex, append_to_index, appended_only
+from negotiation.study._effective import effective_protocol, value_problems
+from negotiation.study._registry import Registry, SignOff, load_registry
 from negotiation.study._contrasts import ContrastResult, ContrastSpec, Interval
 from negotiation.study._guards import (
     PRESPECIFIED_THRESHOLDS,
@@ -41,15 +44,18 @@ from negotiation.study._records import (
     gate_passes,
     write_record,
 )
-from negotiation.study._study import Study, arm_problems, load_study, resolve_read_step
+from negotiation.study._study import Study, arm_problems, as_study, load_study, resolve_read_step
 
 __all__ = [
+    "CATEGORIES", "FILE_NAME", "INDEX_FILE", "Cell", "Deviation", "DeviationIndex", "DeviationLog", "Registry",
+    "SignOff", "append_to_index", "appended_only", "deviation_filename", "effective_protocol",
+    "load_deviation_log", "load_registry", "slugify", "value_problems",
     "PRESPECIFIED_THRESHOLDS", "GuardRules", "GuardThresholds", "PostHocThresholds", "ProjectPrespecified",
     "guard_rule_problems", "load_guard_thresholds", "resolve_guards", "study_guard_rules",
     "ModelPrice", "TokenPrices", "load_token_prices", "spec_model",
     "RESULTS_ROOT", "AddedArm", "AddedArms", "Branch", "ContinuationEntry", "Continuations", "ContrastResult",
     "ContrastSpec", "Interval", "Lock", "LockError", "PilotCell", "PilotRecord", "ResultsLayout", "SamplingRecord",
-    "SamplingUse", "SelectionRecord", "Study", "added_arms_path", "arm_problems", "checked_lock",
+    "SamplingUse", "SelectionRecord", "Study", "added_arms_path", "arm_problems", "as_study", "checked_lock",
     "continuation_branches", "continuation_problems", "continuations_path", "default_root", "freeze", "gate_passes",
     "load_added_arms", "load_continuations", "load_study", "lock_problems", "merge_arms", "protocol_hash",
     "registry_dir", "resolve_read_step", "results_dir", "study_dir", "verify", "write_record",

@@ -146,4 +146,4 @@ def resolve_guards(protocol, added: GuardThresholds | None) -> GuardRules:
 
 def study_guard_rules(study) -> GuardRules:
     """``resolve_guards`` for a loaded ``Study``: its protocol and its ``registry/<study>/guards.yaml``."""
-    return resolve_guards(study.protocol, load_guard_thresholds(study.name, study.root))
+    return study.guard_rules

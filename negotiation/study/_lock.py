@@ -1,107 +1,21 @@
-"""The lock: ``protocol/<study>/lock.yaml`` holds the hash of every frozen file.
+"""The lock: freeze a study's frozen files into ``protocol/<study>/lock.yaml`` and verify them.
 
-Besides each file's SHA-256 the lock keeps a hash of every key down to depth two (e.g.
-``training`` and ``training.learning_rate``), so ``verify`` can say *which* key of a frozen
-file changed, not only that its bytes did. The protocol hash that every run records is one
-SHA-256 over the sorted ``path, file hash`` pairs.
+The file and its hashes are ``_lockfile``'s; given a loaded ``Study`` these functions read its
+frozen files without parsing the protocol again (``Study.lock_hash`` is the verified hash).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
-from typing import Any, Literal
 
 import yaml
 
 from negotiation.errors import ConfigError
-from negotiation.protocol import StrictModel, display_path, load_yaml_model, parse_yaml
-from negotiation.protocol import yaml_reason
-from negotiation.study._layout import default_root, study_dir
-from negotiation.study._study import LOCK_FILE, Study, load_study
+from negotiation.study._layout import default_root
+from negotiation.study._lockfile import FileLock, Lock, LockError, combined_hash, file_lock, lock_file_problems
+from negotiation.study._study import Study, load_study
 
 __all__ = ["FileLock", "Lock", "LockError", "checked_lock", "freeze", "lock_problems", "protocol_hash", "verify"]
-
-_KEY_DEPTH = 2
-
-
-class LockError(ConfigError):
-    """A frozen file differs from its lock, or the lock is missing or incomplete."""
-
-
-class FileLock(StrictModel):
-    """Hashes of one frozen file."""
-
-    sha256: str
-    """SHA-256 of the file's bytes."""
-    keys: dict[str, str]
-    """SHA-256 of the canonical JSON of each key path down to depth two."""
-
-
-class Lock(StrictModel):
-    """``protocol/<study>/lock.yaml``."""
-
-    version: Literal[1]
-    """File format version."""
-    study: str
-    """Study the lock belongs to."""
-    algorithm: Literal["sha256"]
-    """Hash function."""
-    protocol_hash: str
-    """SHA-256 over the sorted (path, file hash) pairs: the hash every run records."""
-    files: dict[str, FileLock]
-    """Root-relative POSIX path of each frozen file and its hashes."""
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _key_hashes(value: Any, prefix: str = "", depth: int = 1) -> dict[str, str]:
-    if isinstance(value, dict):
-        items = [(str(k), v) for k, v in value.items()]
-    elif isinstance(value, list) and prefix:
-        items = [(str(i), v) for i, v in enumerate(value)]
-    else:
-        return {}
-    hashes = {}
-    for key, child in items:
-        path = f"{prefix}.{key}" if prefix else key
-        hashes[path] = _sha256(json.dumps(child, sort_keys=True, default=str).encode())
-        if depth < _KEY_DEPTH:
-            hashes.update(_key_hashes(child, path, depth + 1))
-    return hashes
-
-
-def _file_lock(path: Path) -> FileLock:
-    data = path.read_bytes()
-    try:
-        parsed = parse_yaml(data)
-    except yaml.YAMLError:
-        parsed = None
-    return FileLock(sha256=_sha256(data), keys=_key_hashes(parsed) if isinstance(parsed, dict) else {})
-
-
-def _parse_problem(path: Path) -> str | None:
-    """``key: reason`` when ``path`` is not plain YAML any more, else ``None``."""
-    try:
-        parse_yaml(path.read_bytes())
-    except yaml.YAMLError as exc:
-        return yaml_reason(exc)
-    return None
-
-
-def _combined(files: dict[str, FileLock]) -> str:
-    lines = "".join(f"{path}\0{lock.sha256}\n" for path, lock in sorted(files.items()))
-    return _sha256(lines.encode())
-
-
-def _changed_keys(locked: FileLock, now: FileLock) -> list[str]:
-    changed = {k for k in locked.keys.keys() | now.keys.keys() if locked.keys.get(k) != now.keys.get(k)}
-    # Report the deepest changed paths: "training.learning_rate" rather than also "training".
-    deepest = sorted(k for k in changed if not any(other.startswith(k + ".") for other in changed))
-    return deepest or ["<bytes>"]
 
 
 def freeze(study: str, root: Path | None = None) -> Lock:
@@ -111,8 +25,8 @@ def freeze(study: str, root: Path | None = None) -> Lock:
     if overlaps:
         shown = loaded.show(loaded.dir / "protocol.yaml")
         raise ConfigError("\n".join(f"{shown}:seeds.{b}: overlaps seeds.{a}" for a, b in overlaps))
-    files = {loaded.show(p): _file_lock(p) for p in loaded.frozen_files()}
-    lock = Lock(version=1, study=study, algorithm="sha256", protocol_hash=_combined(files), files=files)
+    files = {loaded.show(p): file_lock(p) for p in loaded.frozen_files()}
+    lock = Lock(version=1, study=study, algorithm="sha256", protocol_hash=combined_hash(files), files=files)
     text = (f"# Written by `nego protocol freeze {study}`; do not edit. `nego protocol verify {study}`\n"
             "# recomputes these hashes. Key hashes locate a change inside a file.\n")
     text += yaml.safe_dump(lock.model_dump(mode="json"), sort_keys=False, width=120)
@@ -120,62 +34,28 @@ def freeze(study: str, root: Path | None = None) -> Lock:
     return lock
 
 
-def _load_lock(study: str, root: Path) -> tuple[Lock, str]:
-    path = study_dir(study, root) / LOCK_FILE
-    shown = display_path(path, root)
-    if not path.exists():
-        raise LockError(f"{shown}:<file>: no lock; run `nego protocol freeze {study}`")
-    lock = load_yaml_model(Lock, path, root=root)
-    if lock.study != study:
-        raise LockError(f"{shown}:study: {lock.study!r} differs from {study!r}")
-    return lock, shown
-
-
-def _coverage_problems(study: str, root: Path, lock: Lock, shown_lock: str) -> list[str]:
+def _coverage_problems(study: str | Study, root: Path, lock: Lock, shown_lock: str) -> list[str]:
     try:
-        loaded: Study = load_study(study, root, registry=False)
+        loaded = study if isinstance(study, Study) else load_study(study, root, registry=False)
     except ConfigError as exc:
         return [str(exc)]
-    expected = {loaded.show(p) for p in loaded.frozen_files()}
-    problems = [f"{path}:<file>: frozen file not in the lock {shown_lock}" for path in sorted(expected - set(lock.files))]
-    problems += [f"{shown_lock}:files.{path}: not a frozen file of the study" for path in sorted(set(lock.files) - expected)]
-    return problems
+    return loaded.lock_coverage(lock, shown_lock)
 
 
-def checked_lock(study: str, root: Path | None = None) -> tuple[Lock | None, list[str]]:
-    """The lock and every difference between it and the frozen files (``file:key: reason`` lines)."""
-    root = Path(root or default_root())
-    try:
-        lock, shown_lock = _load_lock(study, root)
-    except ConfigError as exc:
-        return None, str(exc).splitlines()
-    problems = []
-    for rel, locked in sorted(lock.files.items()):
-        path = root / rel
-        if not path.is_file():
-            problems.append(f"{rel}:<file>: frozen file is missing (locked in {shown_lock})")
-            continue
-        now = _file_lock(path)
-        if now.sha256 != locked.sha256:
-            if (unreadable := _parse_problem(path)) is not None:  # the real problem, not every key
-                problems.append(f"{rel}:{unreadable}")
-                continue
-            for key in _changed_keys(locked, now):
-                problems.append(f"{rel}:{key}: changed since freeze (sha256 {locked.sha256[:12]} in "
-                                f"{shown_lock}, now {now.sha256[:12]})")
-    if _combined(lock.files) != lock.protocol_hash:
-        problems.append(f"{shown_lock}:protocol_hash: does not match the file hashes it lists")
-    if not problems:
-        problems = _coverage_problems(study, root, lock, shown_lock)
-    return lock, problems
+def checked_lock(study: str | Study, root: Path | None = None) -> tuple[Lock | None, list[str]]:
+    """The lock and every difference between it and the frozen files (``file:key: reason`` lines).
+    Given a loaded ``Study``, its frozen files are not parsed again."""
+    name = study.name if isinstance(study, Study) else study
+    root = study.root if isinstance(study, Study) else Path(root or default_root())
+    return lock_file_problems(name, root, lambda lock, shown: _coverage_problems(study, root, lock, shown))
 
 
-def lock_problems(study: str, root: Path | None = None) -> list[str]:
+def lock_problems(study: str | Study, root: Path | None = None) -> list[str]:
     """Every difference between the frozen files and the lock, as ``file:key: reason`` lines."""
     return checked_lock(study, root)[1]
 
 
-def verify(study: str, root: Path | None = None) -> Lock:
+def verify(study: str | Study, root: Path | None = None) -> Lock:
     """Raise ``LockError`` listing every change since freeze; return the lock when intact."""
     lock, problems = checked_lock(study, root)
     if problems or lock is None:
@@ -183,6 +63,7 @@ def verify(study: str, root: Path | None = None) -> Lock:
     return lock
 
 
-def protocol_hash(study: str, root: Path | None = None) -> str:
-    """The verified protocol hash of ``study``; every training and evaluation run records it."""
-    return verify(study, root).protocol_hash
+def protocol_hash(study: str | Study, root: Path | None = None) -> str:
+    """The verified protocol hash of ``study``; every training and evaluation run records it
+    (a loaded study's is ``Study.lock_hash``, computed once)."""
+    return study.lock_hash if isinstance(study, Study) else verify(study, root).protocol_hash

@@ -1,34 +1,39 @@
-"""The ``Study``: ``protocol/<study>/`` (protocol, frozen arm matrix) with the arms and continuation
-branches ``registry/<study>/`` adds, loaded and cross-checked once.
+"""The ``Study``: ``protocol/<study>/`` (protocol, frozen arm matrix) with ``registry/<study>/``
+(added arms, continuation branches, deviations, sign-offs), loaded and cross-checked once.
 
-``Study.arms`` is the one merge of frozen and added arms every stage, check and table reads; an
-added arm reusing a frozen arm's name is an error naming both files.
+A stage script or ``nego`` command calls ``load_study`` once and passes the ``Study`` down; no
+module outside this package reads ``protocol/`` or ``registry/`` files. ``Study.arms`` is the one
+merge of frozen and added arms every stage, check and table reads; an added arm reusing a frozen
+arm's name is an error naming both files.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Mapping
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, ArmMatrix, Protocol, display_path, load_yaml_model
-from negotiation.study._arms import AddedArm, added_arms_path, load_added_arms, merge_arms
+from negotiation.study._arms import AddedArm, added_arms_path, merge_arms
 from negotiation.study._continuations import (
     Branch,
     ContinuationEntry,
     continuation_branches,
     continuation_problems,
     continuations_path,
-    load_continuations,
 )
+from negotiation.study._deviation import DeviationLog
+from negotiation.study._effective import effective_protocol
 from negotiation.study._layout import ResultsLayout, default_root, results_dir, study_dir
+from negotiation.study._lockfile import LOCK_FILE, LockError, lock_file_problems
+from negotiation.study._registry import Registry, SignOff, load_registry
 
-__all__ = ["Study", "arm_problems", "load_study", "resolve_read_step"]
+__all__ = ["Study", "arm_problems", "as_study", "load_study", "resolve_read_step"]
 
 PROTOCOL_FILE = "protocol.yaml"
 ARMS_FILE = "arms.yaml"
-LOCK_FILE = "lock.yaml"
 
 
 def resolve_read_step(protocol: Protocol, arm: Arm) -> int:
@@ -114,6 +119,8 @@ class Study:
     """Arms added outside the matrix (``registry/<study>/arms.yaml``), each citing its deviations."""
     continuations: dict[str, ContinuationEntry] = field(default_factory=dict)
     """Continuation runs branching off the protocol's rule (``registry/<study>/continuations.yaml``)."""
+    registry: Registry | None = None
+    """``registry/<study>/`` as read (deviations, sign-offs, file problems); empty when not given."""
     arms: dict[str, Arm] = field(init=False)
     """Every planned arm: frozen, then added (``merge_arms``)."""
 
@@ -121,6 +128,74 @@ class Study:
         object.__setattr__(self, "arms", merge_arms(
             self.frozen_arms, self.added_arms, frozen_file=self.show(self.dir / ARMS_FILE),
             added_file=self.show(added_arms_path(self.name, self.root))))
+        if self.registry is None:
+            object.__setattr__(self, "registry", Registry(self.root, self.name, DeviationLog(),
+                                                          dict(self.added_arms), {}, dict(self.continuations)))
+
+    @property
+    def deviations(self) -> DeviationLog:
+        """The valid deviation entries (``registry/<study>/deviations/``)."""
+        return self.registry.deviations
+
+    @property
+    def signoffs(self) -> dict[str, SignOff]:
+        """Hand-read sign-offs by arm (``registry/<study>/signoffs/``)."""
+        return self.registry.signoffs
+
+    @property
+    def turn_cap(self) -> int:
+        """Turns an episode may last (``Environment.turn_cap``: 2 x max_rounds)."""
+        return self.protocol.environment.turn_cap
+
+    def effective_protocol(self, arm: str) -> Protocol:
+        """The protocol ``arm`` ran under: the frozen one with its deviations' ``values`` applied."""
+        cache = self.__dict__.setdefault("_effective", {})
+        if arm not in cache:
+            cache[arm] = effective_protocol(self.protocol, self.registry, arm)
+        return cache[arm]
+
+    @cached_property
+    def guard_thresholds(self):
+        """``registry/<study>/guards.yaml`` (``GuardThresholds``), or None; ConfigError when malformed."""
+        from negotiation.study._guards import load_guard_thresholds
+
+        return load_guard_thresholds(self.name, self.root)
+
+    @cached_property
+    def guard_rules(self):
+        """The frozen thresholds merged with ``guard_thresholds`` (``GuardRules``)."""
+        from negotiation.study._guards import resolve_guards
+
+        return resolve_guards(self.protocol, self.guard_thresholds)
+
+    @cached_property
+    def prices(self):
+        """``registry/<study>/prices.yaml`` (``TokenPrices``), or None when the study has none."""
+        from negotiation.study._prices import load_token_prices
+
+        return load_token_prices(self.name, self.root)
+
+    @cached_property
+    def learning(self):
+        """``protocol/<study>/learning.yaml`` (the learning ladder); ConfigError when absent."""
+        from negotiation.protocol import load_learning
+
+        return load_learning(self.protocol, self.root)
+
+    @cached_property
+    def lock_hash(self) -> str:
+        """The verified protocol hash every run records; ``LockError`` when the frozen files changed."""
+        lock, problems = lock_file_problems(self.name, self.root, self.lock_coverage)
+        if problems or lock is None:
+            raise LockError("\n".join(problems))
+        return lock.protocol_hash
+
+    def lock_coverage(self, lock, shown_lock: str) -> list[str]:
+        """Frozen files of this study the lock misses, and lock entries that are none of them."""
+        expected = {self.show(p) for p in self.frozen_files()}
+        problems = [f"{path}:<file>: frozen file not in the lock {shown_lock}" for path in sorted(expected - set(lock.files))]
+        problems += [f"{shown_lock}:files.{path}: not a frozen file of the study" for path in sorted(set(lock.files) - expected)]
+        return problems
 
     @property
     def layout(self) -> ResultsLayout:
@@ -140,6 +215,14 @@ class Study:
             shown = self.show(continuations_path(self.name, self.root))
             raise ConfigError("\n".join(f"{shown}:{key}: {reason}" for key, reason in problems))
         return continuation_branches(self, self.arms, self.continuations)
+
+    def restricted(self, arms: set[str]) -> Study:
+        """This study with only ``arms`` planned, keeping what it already read (lock hash, guard
+        thresholds, prices, effective protocols): a scoped study reads no file again."""
+        scoped = replace(self, frozen_arms={k: v for k, v in self.frozen_arms.items() if k in arms},
+                         added_arms={k: v for k, v in self.added_arms.items() if k in arms})
+        scoped.__dict__.update({k: v for k, v in self.__dict__.items() if k not in scoped.__dict__})
+        return scoped
 
     def is_frozen(self, arm: str) -> bool:
         """Whether ``arm`` is in the frozen matrix (else the registry added it)."""
@@ -183,20 +266,18 @@ def _raise(shown: str, problems: list[tuple[str, str]]) -> None:
         raise ConfigError("\n".join(f"{shown}:{key}: {reason}" for key, reason in problems))
 
 
-def _registry_part(study: str, root: Path) -> tuple[dict[str, AddedArm], dict[str, ContinuationEntry]]:
-    """The added arms and continuation entries of ``registry/<study>/``; any file problem raises."""
-    problems: list[str] = []
-    added = load_added_arms(added_arms_path(study, root), study, root, problems)
-    continuations = load_continuations(continuations_path(study, root), study, root, problems)
-    if problems:
-        raise ConfigError("\n".join(problems))
-    return added, continuations
+def as_study(study: str | Study, root: Path | None = None) -> Study:
+    """``study`` itself when loaded, else ``load_study(study, root)``: library functions accept a
+    name for callers outside a stage or command; entry points load once and pass the ``Study``."""
+    return study if isinstance(study, Study) else load_study(study, root)
 
 
 def load_study(study: str, root: Path | None = None, *, registry: bool = True) -> Study:
-    """Load and cross-check ``protocol/<study>/`` and the arms and branches ``registry/<study>/``
-    adds; raise ``ConfigError`` naming file and key. ``registry=False`` reads the frozen part only
-    (the lock covers it, so a registry mistake does not read as a changed protocol)."""
+    """Load and cross-check ``protocol/<study>/`` and ``registry/<study>/``; raise ``ConfigError``
+    naming file and key (an unreadable added arm or continuation; other registry problems are kept
+    in ``.registry.problems`` for the audit). Call it once per process and pass the ``Study`` down.
+    ``registry=False`` reads the frozen part only (the lock covers it, so a registry mistake does
+    not read as a changed protocol)."""
     root = Path(root or default_root())
     folder = study_dir(study, root)
     if not folder.is_dir():
@@ -227,8 +308,11 @@ def load_study(study: str, root: Path | None = None, *, registry: bool = True) -
     _raise(shown_arms, arm_issues)
     if not registry:
         return Study(study, root, protocol, dict(arms.arms))
-    added, continuations = _registry_part(study, root)
+    registry_part = load_registry(study, root)
+    if registry_part.unreadable:
+        raise ConfigError("\n".join(registry_part.unreadable))
+    added = registry_part.added
     # The audit reports an added arm's other problems as findings; these two leave it unreadable.
     _raise(display_path(added_arms_path(study, root), root),
            [p for name, arm in added.items() for p in unknown_names(protocol, name, arm, "added_arms")])
-    return Study(study, root, protocol, dict(arms.arms), added, continuations)
+    return Study(study, root, protocol, dict(arms.arms), added, registry_part.continuations, registry_part)

@@ -54,8 +54,7 @@ def demo_arm(results: Path, backend: ExecutionBackend, make_agent: Any = None):
     study = load_study("demo")
     options = RunOptions(pilot=False, retry_errors=True, backend=backend)
     if make_agent is None:
-        return asyncio.run(evaluate_arm(study.protocol, ARM, study.arms[ARM], "scripted:boulware", results,
-                                        protocol_hash=protocol_hash("demo"), options=options))
+        return asyncio.run(evaluate_arm(study, ARM, "scripted:boulware", results, options=options))
     cell = build_cell(study.protocol, arm=ARM, seller="scripted:boulware")
     return asyncio.run(evaluate_cell(cell, results / "evaluate" / ARM, study.protocol, protocol_hash=protocol_hash("demo"),
                                      options=options, make_agent=make_agent))

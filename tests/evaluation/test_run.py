@@ -89,7 +89,7 @@ def test_the_dvc_stage_entry_writes_the_audits_layout(tmp_path):
     arm = study.arms["ref_conceder"]
     fast = DEMO.model_copy(update={"seeds": DEMO.seeds.model_copy(update={
         "evaluation": DEMO.seeds.evaluation.model_copy(update={"stop": DEMO.seeds.evaluation.start + 1})})})
-    result = asyncio.run(evaluate_arm(fast, "ref_conceder", arm, arm.seller, tmp_path, protocol_hash="p"))
+    result = asyncio.run(evaluate_arm(study, "ref_conceder", arm.seller, tmp_path, protocol=fast))
     layout = ResultsLayout(tmp_path)
     assert result.ok and len(pd.read_parquet(layout.episodes("ref_conceder"))) == 9 * 2
     pilot = load_json_model(PilotRecord, layout.pilot("ref_conceder"))

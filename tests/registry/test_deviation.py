@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from negotiation.registry import Deviation, load_deviation_log, load_registry
-from negotiation.registry._deviation import FILE_NAME, deviation_filename, slugify
+from negotiation.study import FILE_NAME, deviation_filename, slugify
 
 BASE = {"version": 1, "id": 1, "date": "2026-11-30", "title": "Something changed", "category": "read_point",
         "arms": ["w16_lr3x"], "what_changed": "read 48", "why": "lost 56", "expected_impact": "small"}

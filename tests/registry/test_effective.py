@@ -7,7 +7,7 @@ import datetime as dt
 import yaml
 
 from negotiation.agents._llm_vllm import ServeSettings
-from negotiation.pipeline._evaluate import _agent_settings
+from negotiation.evaluation import arm_settings
 from negotiation.study import load_study
 from negotiation.registry import effective_protocol, load_registry, run_audit
 from negotiation.registry._deviation_index import append_to_index
@@ -19,9 +19,9 @@ def test_31b_arms_are_served_on_four_while_the_frozen_protocol_says_two():
     for arm in ("31b_base", "31b_shared_104", "31b_lr3x_56"):
         protocol = effective_protocol(study.protocol, registry, arm)
         assert ServeSettings.from_protocol(protocol, "31b").tensor_parallel_size == 4, arm
-        assert _agent_settings(study, arm, "vllm:x")["serve"].tensor_parallel_size == 4
+        assert arm_settings(study, arm, "vllm:x")["serve"].tensor_parallel_size == 4
     assert effective_protocol(study.protocol, registry, "12b_base") == study.protocol
-    assert _agent_settings(study, "12b_base", "vllm:x")["serve"].tensor_parallel_size == 1
+    assert arm_settings(study, "12b_base", "vllm:x")["serve"].tensor_parallel_size == 1
 
 
 def test_a_superseded_entry_s_values_no_longer_apply_and_bad_keys_fail_the_audit(root):

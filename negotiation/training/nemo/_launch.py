@@ -19,7 +19,7 @@ import yaml
 
 from negotiation.env import prompt_hash
 from negotiation.errors import ConfigError
-from negotiation.study import load_study, protocol_hash
+from negotiation.study import load_study
 from negotiation.tracking import git_commit
 from negotiation.training.nemo._backend import import_backend, require_backend
 from negotiation.training.nemo._config import BASE_CONFIG, stop_token_ids
@@ -162,7 +162,7 @@ def _checked(config_path: Path, root: Path | None, resume: bool) -> tuple[dict, 
     prompt and this machine."""
     nemo, ours, plan = read_train_config(config_path)
     study = load_study(plan.study, root)
-    if ours.get("protocol_hash") and ours["protocol_hash"] != protocol_hash(plan.study, study.root):
+    if ours.get("protocol_hash") and ours["protocol_hash"] != study.lock_hash:
         raise ConfigError(f"{config_path}:negotiation.protocol_hash: the protocol changed since this config "
                           "was written; regenerate it")
     if ours.get("prompt_hash") != prompt_hash(nemo["env"][ENV_NAME].get("prompt_template", "training")):

@@ -13,11 +13,11 @@ from typing import Any
 
 from negotiation.errors import ConfigError
 from negotiation.lm import derive_turn_tags, template_kwargs
-from negotiation.study import ResultsLayout, load_study, protocol_hash, results_dir
+from negotiation.study import ResultsLayout, Study, as_study, results_dir
 from negotiation.training.nemo._backend import import_backend
 from negotiation.training.nemo._config import DEFAULT_PROMPT_BUILDER, grpo_config, llm_size, write_train_config
 from negotiation.training.nemo._plan import RunPaths, RunPlan, plan_run, resolve_tracking_uri
-from negotiation.training.nemo._state import env_settings
+from negotiation.training.nemo._state import protocol_env_settings
 
 __all__ = ["default_runs_dir", "load_hf_tokenizer", "write_run_config"]
 
@@ -38,7 +38,7 @@ def load_hf_tokenizer(name: str) -> Any:
 
 
 def write_run_config(
-    study: str,
+    study: Study | str,
     arm: str,
     *,
     out: Path | None = None,
@@ -70,13 +70,13 @@ def write_run_config(
     """
     from negotiation.study import continuation_branches
 
-    loaded = load_study(study, root)
+    loaded = as_study(study, root)
     arms = loaded.arms  # frozen and registry-added (the paper's 3x and 10x runs) train alike
     if parent_step is None:  # the branch is data: the registry's entry, else the rule
         branch = continuation_branches(loaded, arms, loaded.continuations).get(arms[arm].run if arm in arms else arm)
         parent_step = branch.branch_step if branch else None
     plan = plan_run(loaded, arm, seed=seed, parent_step=parent_step, arms=arms)
-    base = Path(runs_dir) if runs_dir else default_runs_dir(study, loaded.root)
+    base = Path(runs_dir) if runs_dir else default_runs_dir(loaded.name, loaded.root)
     paths = RunPaths.for_run(base, plan.run)
     parent = RunPaths.for_run(base, plan.parent_run) if plan.parent_run else None
     size = llm_size(loaded, plan)
@@ -85,8 +85,8 @@ def write_run_config(
         chat = load_hf_tokenizer(tokenizer or size.checkpoint)
         thinking = loaded.protocol.sampling.self_served_seller.thinking
         tags, eos = derive_turn_tags(chat, template_kwargs(thinking)), getattr(chat, "eos_token_id", None)
-    config = grpo_config(loaded, plan, settings=env_settings(study, loaded.root, tags), paths=paths,
+    config = grpo_config(loaded, plan, settings=protocol_env_settings(loaded.protocol, tags), paths=paths,
                          tracking_uri=resolve_tracking_uri(), parent_paths=parent, eos_token_id=eos,
-                         prompt_builder=prompt_builder, protocol_hash=protocol_hash(study, loaded.root),
+                         prompt_builder=prompt_builder, protocol_hash=loaded.lock_hash,
                          gpus_per_node=gpus_per_node, num_nodes=num_nodes)
     return write_train_config(config, out or paths.config), plan

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from negotiation.env import Domain, EnvConfig, Negotiation, Scenario, load_domain, make_scenario
 from negotiation.lm import TurnTags
 from negotiation.protocol import Environment, Protocol, environment_config
-from negotiation.study import load_study
+from negotiation.study import Study, as_study
 
 __all__ = ["ENV_NAME", "TASK_NAME", "EpisodeState", "NemoEnvSettings", "RewardKind", "env_settings", "protocol_env_settings",
            "replay"]
@@ -88,9 +88,9 @@ class NemoEnvSettings(_Record):
         return environment_config(self.environment, "training")
 
 
-def env_settings(study: str, root: Path | None = None, tags: TurnTags | None = None) -> NemoEnvSettings:
+def env_settings(study: Study | str, root: Path | None = None, tags: TurnTags | None = None) -> NemoEnvSettings:
     """Settings for ``study``'s training phase, read from its protocol (never retyped)."""
-    return protocol_env_settings(load_study(study, root).protocol, tags)
+    return protocol_env_settings(as_study(study, root).protocol, tags)
 
 
 def protocol_env_settings(protocol: Protocol, tags: TurnTags | None = None) -> NemoEnvSettings:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import Protocol
-from negotiation.registry._entries import Registry
+from negotiation.study._registry import Registry
 
 __all__ = ["effective_protocol", "value_problems"]
 

@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import StrictModel, display_path, load_yaml_model
-from negotiation.registry._deviation_index import INDEX_FILE, index_problems
+from negotiation.study._deviation_index import INDEX_FILE, index_problems
 
 __all__ = ["CATEGORIES", "Cell", "Deviation", "DeviationLog", "deviation_filename", "load_deviation_log", "slugify"]
 
