@@ -104,11 +104,13 @@ def _entry(study: Study, name: str) -> dict[str, str]:
 def _runs(study: Study, arms: dict[str, Arm], layout: ResultsLayout,
           branches: dict[str, Branch]) -> dict[str, dict[str, Any]]:
     """Every training run (parents first), with the folder it starts from, the parent step it
-    branches at and the steps it trains, and the arm entry that defines it (the first arm by
-    name that reads it, or its continuation's)."""
+    branches at and the steps it trains, and the arm entry that defines it (its owner, below, or
+    its continuation's)."""
     runs: dict[str, dict[str, Any]] = {}
     owners: dict[str, str] = {}
-    for name in sorted(arms):
+    # The owner: a frozen arm before an added one (adding an arm never moves a frozen run), the arm
+    # named as the run first, then by name. Its arm folder holds the run's train stage.
+    for name in sorted(arms, key=lambda n: (not study.is_frozen(n), n != arms[n].run, n)):
         if arms[name].kind == "trained" and arms[name].run:
             owners.setdefault(arms[name].run, name)
     for run, owner in sorted(owners.items(), key=lambda kv: (arms[kv[1]].parent_run is not None, kv[0])):
