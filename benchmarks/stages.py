@@ -1,8 +1,8 @@
 """Start-up and run CPU time of the light DVC stage processes, beside those of another revision.
 
 The demo's ``dvc repro`` starts about eighty stage processes; most do seconds of work, so what
-each imports is much of what it costs. This runs ``scenarios``, ``select@ref_boulware`` and
-``pilot@ref_boulware`` (a scripted arm: no training, no API) as DVC runs them, from this
+each imports is much of what it costs. This runs ``scenarios`` and the ``select`` and ``pilot``
+of ``pipelines/demo/arms/ref_boulware/dvc.yaml`` (a scripted arm: no training, no API) as DVC runs them, from this
 checkout and from git revision ``REV``, alternating (ours, theirs, ours, ...) so that load from
 other processes hits both alike, and prints per stage the median CPU time, the ratio, and the
 heavy libraries each process imported::

@@ -3,7 +3,7 @@
 On the GPU machine (torch, transformers; no DVC, no MLflow; pydantic from carried wheels):
 
     python scripts/gpu_profile.py run                      # every device stage not yet run, in order
-    python scripts/gpu_profile.py run --stages 'init@*' 'train@lm_m_*'   # a part (fnmatch), e.g. per call
+    python scripts/gpu_profile.py run --stages 'init@*' 'train@lm_m_*'   # a part (fnmatch on names), e.g. per call
     python scripts/gpu_profile.py run --dry                # the commands it would run
 
 Here, with outputs/lm-gpu and metrics/lm-gpu brought back:
@@ -11,9 +11,11 @@ Here, with outputs/lm-gpu and metrics/lm-gpu brought back:
     python scripts/gpu_profile.py commit                   # dvc commit -f of the stages the GPU ran
     dvc repro pipelines/lm/gpu/dvc.yaml                    # the home stages: track, validate, analyze, report, audit
 
-It only runs the commands of ``pipelines/lm/gpu/dvc.yaml`` (``negotiation.pipeline.run_offline``)
-and commits what they wrote (``commit_offline``); every step of the profile is a stage there
-(docs/pipeline.md, "GPU stages").
+It only runs the commands of ``pipelines/lm/gpu/dvc.yaml`` and its arm files
+``pipelines/lm/gpu/arms/<arm>/dvc.yaml`` (``negotiation.pipeline.run_offline``) and commits what they
+wrote (``commit_offline``, by each stage's DVC address); every step of the profile is a stage there.
+Stages are named ``scenarios``, ``init@<size>``, ``train@<run>``, ``select@<arm>``, ``pilot@<arm>``,
+``evaluate@<arm>`` for ``--stages``, whichever file holds them (docs/pipeline.md, "GPU stages").
 """
 
 from __future__ import annotations

@@ -27,9 +27,10 @@ def plan_command(
                                                        "and (--check) each stale stage's missing/extra dep."),
     root: Optional[Path] = typer.Option(None, "--root", help="Repository root."),
 ) -> None:
-    """Write pipelines/plans/STUDY.yaml from protocol/ and registry/, and the study's pipeline file
-    (dvc.yaml, or pipelines/STUDY/dvc.yaml) with each stage's code deps derived from its script's
-    imports; with --check, fail when they are not current, naming each stage's missing/extra dep."""
+    """Write pipelines/plans/STUDY.yaml from protocol/ and registry/, the study file (dvc.yaml, or
+    pipelines/STUDY/dvc.yaml) and per arm pipelines/STUDY/arms/ARM/dvc.yaml and params.yaml, each
+    stage's code deps derived from its script's imports; with --check, fail when one is not current
+    (naming each stage's missing/extra dep) or an arm folder holds no planned arm."""
     files = [(str(path), current) for path, current in write_plan(study, root, check=check)]
     stale = [path for path, current in files if not current]
     if as_json:
@@ -40,13 +41,27 @@ def plan_command(
         if check and stale:
             raise typer.Exit(1)
         return
-    for path, current in files:
-        typer.echo(f"{path}: {'up to date' if current else 'STALE'}" if check else f"wrote {path}")
+    _print_files(files, check)
     if stale:
         for problem in stale_code_deps(study, root):
             typer.echo(problem, err=True)
         typer.echo(f"run `nego pipeline plan {study}` and commit the result", err=True)
         raise typer.Exit(1)
+
+
+def _print_files(files: list[tuple[str, bool]], check: bool) -> None:
+    """One line per study-level file; arm folders' files summed per ``arms/`` folder unless stale."""
+    arms: dict[str, list[bool]] = {}
+    for path, current in files:
+        parts = Path(path).parts
+        if "arms" in parts and not (check and not current):
+            arms.setdefault(str(Path(*parts[:parts.index("arms") + 1])), []).append(current)
+            continue
+        orphan = Path(path).is_dir()
+        state = ("ORPHAN (no planned arm)" if orphan else "STALE") if not current else "up to date"
+        typer.echo(f"{path}: {state}" if check else f"wrote {path}")
+    for folder, states in arms.items():
+        typer.echo(f"{folder}: {len(states)} arm files {'up to date' if check else 'written'}")
 
 
 def status_command(

@@ -1,12 +1,15 @@
 """A pipeline file's stage commands without DVC: the GPU profile's round trip.
 
 A GPU machine has torch and transformers but neither DVC nor MLflow. ``run_offline`` reads a
-``dvc.yaml`` the plan generated, fills its ``${...}`` variables from the file's ``vars`` (the plan
-and ``params.yaml``) as DVC does, and runs the chosen stages' commands, exactly as written, in the
-file's order (each stage group after the ones it reads; a run's parent before it). Each finished
-stage is entered in ``<plan.out>/stages-run.json``; a later call skips those, so a call cut short
-(a 10-minute device limit) is followed by the same call. Nothing here deletes an output: a partial
-run resumes from its ``resume.pt``, a pilot or evaluation resumes from its store.
+study file the plan generated and its arm files (``plan.arms_dir`` of its ``vars``:
+``arms/<arm>/dvc.yaml``), fills their ``${...}`` variables as DVC does, and runs the chosen
+stages' commands, exactly as written, group by group (``STAGE_ORDER``: each group after the ones it
+reads; a run's parent before it). A stage is named as before the per-arm layout, ``init@<size>``,
+``train@<run>``, ``select@<arm>`` (patterns match these), and addressed as DVC does
+(``<arm file>:select``). Each finished stage is entered in ``<plan.out>/stages-run.json``; a later
+call skips those, so a call cut short (a 10-minute device limit) is followed by the same call.
+Nothing here deletes an output: a partial run resumes from its ``resume.pt``, a pilot or
+evaluation resumes from its store.
 
 Brought home, ``commit_offline`` runs ``dvc commit -f`` on exactly the stages the ledger lists, so
 ``dvc status`` of the file is clean for them and ``dvc repro`` runs only the stages left (the
@@ -35,11 +38,13 @@ _VAR = re.compile(r"\$\{([^}]+)\}")
 
 @dataclass(frozen=True)
 class StageCommand:
-    """One stage of a pipeline file, its variables filled: DVC's name, its group and command."""
+    """One stage of a study's DVC files, its variables filled: its name (``select@<arm>``), group,
+    command and DVC address (``<file>:<stage>``, the file as the study file was given)."""
 
     name: str
     group: str
     cmd: str
+    address: str
 
 
 def _lookup(ctx: dict[str, Any], dotted: str) -> Any:
@@ -55,26 +60,56 @@ def _fill(text: str, ctx: dict[str, Any]) -> str:
     return _VAR.sub(lambda m: str(_lookup(ctx, m.group(1))), " ".join(str(text).split()))
 
 
+STAGE_ORDER = ("scenarios", "tokenizer", "init", "train", "select", "pilot", "evaluate", "track", "validate",
+               "analyze", "report", "audit")
+"""The order stage groups run in (each after those it reads); the same as ``_studyfile.STAGE_ORDER``."""
+
+
 def _context(pipeline_file: Path) -> dict[str, Any]:
     graph = yaml.safe_load(pipeline_file.read_text(encoding="utf-8"))
-    ctx: dict[str, Any] = {}
+    beside = pipeline_file.parent / "params.yaml"  # DVC reads the file's own params.yaml first
+    ctx: dict[str, Any] = (yaml.safe_load(beside.read_text(encoding="utf-8")) or {}) if beside.is_file() else {}
     for entry in graph.get("vars", []):
-        ctx.update(yaml.safe_load((pipeline_file.parent / entry).read_text(encoding="utf-8")) or {})
+        ctx.update(entry if isinstance(entry, dict)
+                   else yaml.safe_load((pipeline_file.parent / entry).read_text(encoding="utf-8")) or {})
     return {"graph": graph, "vars": ctx}
 
 
-def stage_commands(pipeline_file: str | Path) -> list[StageCommand]:
-    """Every stage of ``pipeline_file`` (foreach groups expanded) in the file's order."""
-    loaded = _context(Path(pipeline_file))
+def _file_commands(path: Path, arm: str | None) -> list[tuple[StageCommand, int]]:
+    """The file's stages, each with 1 when it is a run continuing another run (its ``start``), else 0."""
+    loaded = _context(path)
     ctx, out = loaded["vars"], []
     for name, stage in loaded["graph"]["stages"].items():
         if "foreach" not in stage:
-            out.append(StageCommand(name, name, _fill(stage["cmd"], ctx)))
+            out.append((StageCommand(f"{name}@{arm}" if arm else name, name, _fill(stage["cmd"], ctx),
+                                     f"{path.as_posix()}:{name}"), 0))
             continue
-        items = _lookup(ctx, _VAR.fullmatch(stage["foreach"]).group(1))
+        items = stage["foreach"] if isinstance(stage["foreach"], dict) else \
+            _lookup(ctx, _VAR.fullmatch(stage["foreach"]).group(1))
         for key, item in items.items():
-            out.append(StageCommand(f"{name}@{key}", name, _fill(stage["do"]["cmd"], {**ctx, "key": key, "item": item})))
+            continues = int(name == "train" and "/train/" in str((item or {}).get("start", "")))
+            out.append((StageCommand(f"{name}@{key}", name, _fill(stage["do"]["cmd"], {**ctx, "key": key, "item": item}),
+                                     f"{path.as_posix()}:{name}@{key}"), continues))
     return out
+
+
+def arm_files(pipeline_file: str | Path) -> list[Path]:
+    """The arm files of a study file (``plan.arms_dir`` of its vars, relative to it), by arm name."""
+    pipeline_file = Path(pipeline_file)
+    arms = _context(pipeline_file)["vars"].get("plan", {}).get("arms_dir")
+    folder = pipeline_file.parent / arms if arms else None
+    return sorted(folder.glob("*/dvc.yaml")) if folder and folder.is_dir() else []
+
+
+def stage_commands(pipeline_file: str | Path) -> list[StageCommand]:
+    """Every stage of the study file ``pipeline_file`` and its arm files (foreach groups expanded),
+    group by group in ``STAGE_ORDER``; runs that start from another run's output after it."""
+    pipeline_file = Path(pipeline_file)
+    commands = _file_commands(pipeline_file, None)
+    for path in arm_files(pipeline_file):
+        commands += _file_commands(path, path.parent.name)
+    rank = {group: i for i, group in enumerate(STAGE_ORDER)}
+    return [c for c, _ in sorted(commands, key=lambda cc: (rank.get(cc[0].group, len(rank)), cc[1]))]
 
 
 def ledger_path(pipeline_file: str | Path, root: Path) -> Path:
@@ -123,11 +158,11 @@ def commit_command(pipeline_file: str | Path, root: Path) -> list[str]:
     """``dvc commit -f`` of every stage the ledger lists (in the file's order), as an argv."""
     pipeline_file = Path(pipeline_file)
     ledger = _read_ledger(ledger_path(pipeline_file, root))
-    names = [c.name for c in stage_commands(pipeline_file) if c.name in ledger]
+    names = [c.address for c in stage_commands(pipeline_file) if c.name in ledger]
     if not names:
         raise SystemExit(f"error: {ledger_path(pipeline_file, root)}: no finished stage to commit "
                          "(bring the GPU machine's outputs home first)")
-    return ["dvc", "commit", "-f", *(f"{pipeline_file.as_posix()}:{n}" for n in names)]
+    return ["dvc", "commit", "-f", *names]
 
 
 def commit_offline(pipeline_file: str | Path, root: Path) -> int:
@@ -137,5 +172,5 @@ def commit_offline(pipeline_file: str | Path, root: Path) -> int:
     return subprocess.run(argv, cwd=root).returncode
 
 
-__all__ = ["LEDGER", "StageCommand", "commit_command", "commit_offline", "ledger_path", "run_offline",
+__all__ = ["LEDGER", "STAGE_ORDER", "StageCommand", "arm_files", "commit_command", "commit_offline", "ledger_path", "run_offline",
            "stage_commands"]

@@ -94,8 +94,8 @@ def test_check_names_the_stage_and_the_missing_and_extra_dep(repo):
     assert "negotiation/env" in deps  # the utility function's package, which the hand-written list once lacked
     text = top.read_text()
     analyze = text.index("\n  analyze:")
-    top.write_text(text[:analyze] + text[analyze:].replace("      - negotiation/env\n",
-                                                           "      - negotiation/training\n", 1))
+    top.write_text(text[:analyze] + text[analyze:].replace("    - negotiation/env\n",
+                                                           "    - negotiation/training\n", 1))
     assert stale_code_deps("demo", repo) == ["dvc.yaml: stage analyze: missing dep negotiation/env",
                                              "dvc.yaml: stage analyze: extra dep negotiation/training"]
     result = CliRunner().invoke(app, ["pipeline", "plan", "demo", "--check", "--root", str(repo)])
@@ -115,6 +115,14 @@ def test_a_new_import_makes_exactly_the_importing_stage_stale(repo):
     assert problems and all(p.startswith("dvc.yaml: stage scenarios: ") for p in problems)
     assert "dvc.yaml: stage scenarios: missing dep negotiation/training/_grpo.py" in problems
     assert stale_code_deps("paper", repo)  # a derived study's file is checked the same way
+
+
+def test_an_arm_file_s_code_deps_are_checked_by_its_path(repo):
+    arm_file = repo / "pipelines/demo/arms/ref_boulware/dvc.yaml"
+    text = arm_file.read_text()
+    arm_file.write_text(text.replace("    - negotiation/pipeline/_evaluate.py\n", "", 1))
+    assert stale_code_deps("demo", repo) == [
+        "pipelines/demo/arms/ref_boulware/dvc.yaml: stage pilot: missing dep negotiation/pipeline/_evaluate.py"]
 
 
 def test_no_dvc_lock_is_committed():

@@ -2,8 +2,8 @@
 edited module is stale, and a module only one stage imports reruns that stage alone (the derived
 code deps, seen through DVC itself).
 
-One stage of each group stands for its group (a ``foreach`` group runs one script, so its items
-share their code deps). Their outputs are placeholders committed with ``dvc commit``: the lock then
+One stage of each group stands for its group (a group runs one script, so its stages share their
+code deps, whichever arm folder holds them). Their outputs are placeholders committed with ``dvc commit``: the lock then
 holds the current deps, and ``dvc status`` shows exactly the stages whose deps changed since.
 """
 
@@ -15,9 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.pipeline.dvc_checkout import checkout_copy, dvc, stage_env
+from tests.pipeline.dvc_checkout import addresses, checkout_copy, dvc, stage_body, stage_env
 
 pytestmark = pytest.mark.slow
 
@@ -67,18 +66,19 @@ def _ran(cwd: Path) -> dict[str, set[str]]:
 
 
 def _stale(cwd: Path) -> set[str]:
-    status = dvc(["status", "--json", *STAGES], cwd)
+    """The names (``STAGES``) of the stages ``dvc status`` lists, by their addresses in the arm files."""
+    address = {addr: name for name, addr in addresses(cwd).items() if name in STAGES}
+    status = dvc(["status", "--json", *address], cwd)
     assert status.returncode == 0, status.stderr[-3000:]
-    return set(json.loads(status.stdout or "{}"))
+    return {address[key] for key in json.loads(status.stdout or "{}")}
 
 
 def _listing(cwd: Path, path: str) -> set[str]:
-    """The stages of ``STAGES`` whose deps in dvc.yaml name ``path`` or a folder holding it."""
-    stages = yaml.safe_load((cwd / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    """The stages of ``STAGES`` whose deps in their DVC file name ``path`` or a folder holding it."""
+    address = addresses(cwd)
 
     def deps(name: str) -> list[str]:
-        stage = stages[name.split("@")[0]]
-        return (stage["do"] if "foreach" in stage else stage)["deps"]
+        return stage_body(cwd, address[name])["deps"]
 
     return {name for name in STAGES
             if any(path == dep or path.startswith(dep.rstrip("/") + "/") for dep in deps(name))}
@@ -97,7 +97,7 @@ def test_an_edit_reruns_every_stage_that_imports_the_module_and_no_other(tmp_pat
     placeholders = subprocess.run([sys.executable, "-c", PLACEHOLDERS], cwd=tmp_path, env=stage_env(tmp_path),
                                   capture_output=True, text=True, timeout=300)
     assert placeholders.returncode == 0, placeholders.stderr[-3000:]
-    commit = dvc(["commit", "--force", *STAGES], tmp_path)
+    commit = dvc(["commit", "--force", *(addresses(tmp_path)[name] for name in STAGES)], tmp_path)
     assert commit.returncode == 0, commit.stderr[-3000:]
     assert _stale(tmp_path) == set()
     ran = _ran(tmp_path)

@@ -19,6 +19,7 @@ from negotiation.study import load_study
 
 pytestmark = pytest.mark.slow
 ARM = "ref_boulware"
+STAGE = f"pipelines/demo/arms/{ARM}/dvc.yaml:evaluate"  # the arm's evaluate, in its own folder's file
 
 
 def _llm_buyer(copy, api_base: str) -> str:
@@ -35,7 +36,7 @@ def _llm_buyer(copy, api_base: str) -> str:
 
 def _kill_when_stored(copy, n: int, timeout: float = 300) -> None:
     shards = copy / f"outputs/demo/evaluate/{ARM}/shards"
-    proc = subprocess.Popen([sys.executable, "-m", "dvc", "repro", f"evaluate@{ARM}"], cwd=copy,
+    proc = subprocess.Popen([sys.executable, "-m", "dvc", "repro", STAGE], cwd=copy,
                             env=stage_env(copy, NEGO_EVAL_CONCURRENCY="4"), start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + timeout
@@ -56,7 +57,7 @@ def test_killed_repro_then_repro_replays_no_stored_episode(tmp_path):
         _kill_when_stored(copy, 40)
         stored = {digest for digest, found in ResultsStore(out).scan().items() if found.status == "ok"}
         before = server.handler.counts["requests"]
-        second = dvc(["repro", f"evaluate@{ARM}"], copy)
+        second = dvc(["repro", STAGE], copy)
         assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
         paid_again = server.handler.counts["requests"] - before
     episodes = pd.read_parquet(out / "episodes.parquet")

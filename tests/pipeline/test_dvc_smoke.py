@@ -1,5 +1,6 @@
 """`dvc repro` of one arm in a copy of the checkout: the DVC wiring, the stage scripts and the
-results layout end to end (reduced: a scripted reference arm needs no training), then a no-op."""
+results layout end to end (reduced: a scripted reference arm needs no training), then a no-op.
+The arm's stages are its own folder's DVC file: ``dvc repro`` of the file reruns it with upstream."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from tests.pipeline.dvc_checkout import dvc as _dvc
 pytestmark = pytest.mark.slow
 
 
+ARM_FILE = "pipelines/demo/arms/ref_boulware/dvc.yaml"
+
+
 def test_one_reference_arm_reproduces_and_then_is_a_no_op(tmp_path):
     _checkout_copy(tmp_path)
-    first = _dvc(["repro", "evaluate@ref_boulware"], tmp_path)
+    first = _dvc(["repro", ARM_FILE], tmp_path)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert "evaluate@ref_boulware: 144/144 episodes" in first.stdout + first.stderr  # progress, not silence
     out = tmp_path / "outputs/demo"
@@ -29,10 +33,12 @@ def test_one_reference_arm_reproduces_and_then_is_a_no_op(tmp_path):
     assert (episodes["outcome"] != "error").all()
     assert set(map(tuple, episodes[["domain", "seed", "buyer"]].values)) == \
         set(map(tuple, scenarios[["domain", "seed", "buyer"]].values))
-    second = _dvc(["repro", "evaluate@ref_boulware"], tmp_path)
+    assert "Running stage 'scenarios'" in first.stdout  # upstream, from the study file
+    assert (tmp_path / "pipelines/demo/arms/ref_boulware/dvc.lock").is_file()  # the arm's own lock
+    second = _dvc(["repro", ARM_FILE], tmp_path)
     assert second.returncode == 0 and "Running stage" not in second.stdout, second.stdout[-2000:]
     # A run-time knob changes how a stage runs, not its results: no stage goes stale.
     params = tmp_path / "params.yaml"
     params.write_text(params.read_text().replace("concurrency: 16", "concurrency: 32"))
-    status = _dvc(["status", "evaluate@ref_boulware"], tmp_path)
+    status = _dvc(["status", f"{ARM_FILE}:evaluate"], tmp_path)
     assert status.returncode == 0 and "up to date" in status.stdout, status.stdout[-2000:]

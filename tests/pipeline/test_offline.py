@@ -12,11 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from negotiation.pipeline import DEVICE_STAGES, build_plan, commit_command, stage_commands
 from negotiation.study import default_root, load_study
-from tests.pipeline.dvc_checkout import checkout_copy, dvc, stage_env
+from tests.pipeline.dvc_checkout import addresses, checkout_copy, dvc, stage_body, stage_env
 
 ROOT = default_root()
 GPU_FILE = Path("pipelines/lm/gpu/dvc.yaml")
@@ -48,18 +47,19 @@ def test_gpu_profile_stages_are_the_cpu_profiles_stage_scripts_over_their_own_fo
 
 
 def test_gpu_outputs_that_cost_gpu_hours_persist():
-    graph = yaml.safe_load((ROOT / GPU_FILE).read_text(encoding="utf-8"))
-    for group in ("init", "train", "pilot", "evaluate"):
-        outs = graph["stages"][group]["do"]["outs"]
+    where = addresses(ROOT, str(GPU_FILE))
+    for name in ("init@lm_m", "train@lm_m_shared", "pilot@lm_m_shared", "evaluate@lm_m_shared"):
+        outs = stage_body(ROOT, where[name])["outs"]
         persisted = [o for o in outs if isinstance(o, dict) and any(v.get("persist") for v in o.values())]
-        assert persisted, group
+        assert persisted, name
 
 
 def test_fresh_clone_lists_the_gpu_stages_and_cpu_repro_never_reaches_them(tmp_path):
     repo = checkout_copy(tmp_path / "clone")
-    status = dvc(["status", str(GPU_FILE)], repo)
+    arm_file = "pipelines/lm/gpu/arms/lm_m_shared/dvc.yaml"
+    status = dvc(["status", arm_file], repo)
     assert status.returncode == 0, status.stderr
-    assert "pipelines/lm/gpu/dvc.yaml:train@lm_m_shared" in status.stdout
+    assert f"{arm_file}:train@lm_m_shared" in status.stdout
     listed = dvc(["stage", "list", str(GPU_FILE)], repo, COLUMNS="300")
     assert "scripts/gpu_profile.py run" in listed.stdout
     # What `dvc repro pipelines/lm/dvc.yaml` would run: its stages and everything upstream of them.
@@ -71,8 +71,9 @@ def test_fresh_clone_lists_the_gpu_stages_and_cpu_repro_never_reaches_them(tmp_p
         lm = [s for s in graph if Path(s.path) == repo / "pipelines/lm/dvc.yaml"]
         planned = plan_repro(graph, lm)
     files = {Path(s.path).relative_to(repo).as_posix() for s in planned}
-    assert files == {"pipelines/lm/dvc.yaml"}
-    assert "evaluate@lm_xs_base" in {s.name for s in planned}
+    assert "pipelines/lm/dvc.yaml" in files and "pipelines/lm/arms/lm_xs_base/dvc.yaml" in files
+    assert all(f == "pipelines/lm/dvc.yaml" or f.startswith("pipelines/lm/arms/") for f in files), files
+    assert "evaluate" in {s.name for s in planned if "lm_xs_base" in s.path}
 
 
 @pytest.mark.slow
@@ -97,8 +98,8 @@ def test_round_trip_without_dvc_or_mlflow_then_commit_leaves_dvc_status_clean(tm
     assert "ran 0 stage(s)" in again.stderr
     # Home: commit what came back; status is clean and repro reruns nothing.
     targets = commit_command(repo / GPU_FILE, repo)[3:]
-    assert [t.split(":")[-1] for t in targets] == ["scenarios", "select@ref_boulware", "pilot@ref_boulware",
-                                                    "evaluate@ref_boulware"]
+    assert [t.split(":")[-1] for t in targets] == ["scenarios", "select", "pilot", "evaluate"]
+    assert targets[1].endswith("pipelines/lm/gpu/arms/ref_boulware/dvc.yaml:select")
     commit = subprocess.run([sys.executable, "scripts/gpu_profile.py", "commit"], cwd=repo, env=stage_env(repo),
                             capture_output=True, text=True, timeout=600)
     assert commit.returncode == 0, commit.stderr[-3000:]

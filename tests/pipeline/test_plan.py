@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from negotiation.pipeline import build_plan, write_plan
-from negotiation.pipeline._studyfile import derive_study_pipeline
+from negotiation.pipeline import build_plan, stale_code_deps, write_plan
+from negotiation.pipeline._studyfile import derive_files
 from negotiation.errors import ConfigError
 from negotiation.study import default_root
 
@@ -66,7 +66,7 @@ def test_runs_start_from_their_size_init_or_their_parent_run():
     names = list(runs)
     assert names.index("w16_shared_init") < names.index("w16_shared_cont")
     assert plan["arms"]["w16_base"]["source"] == "outputs/demo/init/w16"
-    assert plan["arms"]["ref_boulware"]["source"] == "pipelines/plans/demo.yaml"
+    assert plan["arms"]["ref_boulware"]["source"] == "pipelines/demo/arms/ref_boulware/params.yaml"  # its own entry
     assert plan["arms"]["w16_lr3x"]["params_key"] == "arms.w16_lr3x"  # DVC tracks this entry alone
 
 
@@ -81,18 +81,44 @@ def test_an_arm_added_in_the_registry_enters_the_plan_and_the_check_flags_the_st
         "version": 1, "id": 1, "date": "2026-11-30", "title": "intermediate checkpoint", "category": "arm_added",
         "arms": ["w16_shared_40"], "what_changed": "read step 40 too", "why": "curve", "expected_impact": "none"}))
     assert build_plan("demo", root)["plan"]["arms"]["w16_shared_40"]["frozen"] is False
-    assert write_plan("demo", root, check=True) == [(root / "pipelines/plans/demo.yaml", False), (root / "dvc.yaml", True)]
+    arm = root / "pipelines/demo/arms/w16_shared_40"
+    stale = {path for path, current in write_plan("demo", root, check=True) if not current}
+    assert stale == {root / "pipelines/plans/demo.yaml", arm / "dvc.yaml", arm / "params.yaml"}
     write_plan("demo", root)
-    assert write_plan("demo", root, check=True) == [(root / "pipelines/plans/demo.yaml", True), (root / "dvc.yaml", True)]
+    assert all(current for _, current in write_plan("demo", root, check=True))
+    params = yaml.safe_load((arm / "params.yaml").read_text())
+    assert params["arm"]["read_step"] == 40 and params["plan"]["params_key"] == "added_arms.w16_shared_40"
+    select = yaml.safe_load((arm / "dvc.yaml").read_text())["stages"]["select"]
+    assert {"pipelines/demo/arms/w16_shared_40/params.yaml": ["arm", "plan"]} in select["params"]
+    assert "outputs/demo/train/w16_shared_init" in select["deps"]  # the run w16_shared_init's folder owns
+    assert "train" not in yaml.safe_load((arm / "dvc.yaml").read_text())["stages"]
 
 
-def test_study_pipeline_is_the_top_level_graph_rebased_at_the_root():
-    derived = yaml.safe_load(derive_study_pipeline("paper", ROOT))
+def test_an_arm_folder_no_arm_is_planned_for_is_an_orphan(root):
+    orphan = root / "pipelines/demo/arms/w8_gone"
+    shutil.copytree(root / "pipelines/demo/arms/w16_base", orphan)
+    assert (orphan, False) in write_plan("demo", root, check=True)
+    assert "pipelines/demo/arms/w8_gone: orphan arm folder (no planned arm)" in stale_code_deps("demo", root)
+    write_plan("demo", root)
+    assert not orphan.exists() and all(current for _, current in write_plan("demo", root, check=True))
+
+
+def test_study_files_hold_the_study_stages_and_arm_files_the_arm_stages_run_from_the_root():
+    files = derive_files("paper", ROOT, build_plan("paper")["plan"])
+    study = yaml.safe_load(files[Path("pipelines/paper/dvc.yaml")])
+    assert study["vars"] == [{"plan": {"study": "paper", "out": "outputs/paper", "arms_dir": "arms"}},
+                             "../../params.yaml"]
+    assert list(study["stages"]) == ["scenarios", "init", "track", "validate", "analyze", "report", "audit"]
+    assert study["stages"]["track"]["wdir"] == "../.." and "foreach" in study["stages"]["init"]
+    arm = yaml.safe_load(files[Path("pipelines/paper/arms/e2b_shared_104/dvc.yaml")])
+    assert list(arm["stages"]) == ["train", "select", "pilot", "evaluate"]
+    assert set(arm["stages"]["train"]["foreach"]) == {"e2b_shared_cont"}  # the run its entry defines
+    assert arm["stages"]["evaluate"]["wdir"] == "../../../.."
+    assert arm["stages"]["evaluate"]["cmd"] == ("python pipelines/evaluate.py --study paper --arm e2b_shared_104 "
+                                                "--results outputs/paper --metrics metrics/paper/e2b_shared_104.json")
     top = yaml.safe_load((ROOT / "dvc.yaml").read_text())
-    assert derived["vars"] == ["../plans/paper.yaml", "../../params.yaml"]
-    assert list(derived["stages"]) == list(top["stages"])
-    assert derived["stages"]["evaluate"]["do"]["wdir"] == "../.."
-    assert derived["stages"]["evaluate"]["do"]["cmd"] == top["stages"]["evaluate"]["do"]["cmd"]
+    assert "metrics" in yaml.safe_load((ROOT / "pipelines/demo/arms/w16_base/dvc.yaml").read_text())["stages"]["evaluate"]
+    assert "plots" in top and "plots" not in study and "metrics" not in arm["stages"]["evaluate"]
 
 
 def test_status_json_shows_the_plan_s_read_steps_and_branches():
@@ -117,9 +143,10 @@ def test_plan_json_is_one_object_naming_each_file_and_each_stale_dep(root, monke
     assert current.exit_code == 0, current.stderr
     payload = json.loads(current.stdout)
     assert payload["check"] is True and payload["stale"] == [] and payload["problems"] == []
-    assert [Path(f["path"]).name for f in payload["files"]] == ["demo.yaml", "dvc.yaml"]
+    assert [Path(f["path"]).name for f in payload["files"]][:2] == ["demo.yaml", "dvc.yaml"]
+    assert {Path(f["path"]).name for f in payload["files"][2:]} == {"dvc.yaml", "params.yaml"}  # per arm
     dvc = root / "dvc.yaml"
-    dvc.write_text(dvc.read_text().replace("      - negotiation/pipeline/_stage.py\n", "", 1))
+    dvc.write_text(dvc.read_text().replace("    - negotiation/pipeline/_stage.py\n", "", 1))
     stale = nego("--root", str(root), "pipeline", "plan", "demo", "--check", "--json")
     assert stale.exit_code == 1
     payload = json.loads(stale.stdout)
