@@ -192,6 +192,25 @@ def render_top_level(root: Path) -> str:
     rt.width, rt.preserve_quotes = 4096, True
     graph = rt.load((Path(root) / TOP_LEVEL).read_text(encoding="utf-8"))
     set_code_deps(graph, root)
+    graph["plots"] = curve_plots(root)
     out = io.StringIO()
     rt.dump(graph, out)
     return out.getvalue()
+
+
+# --- plots: one per training quantity, every run's curve on it (issue 31) ------------------------
+CURVE_QUANTITIES = {"train/reward": "reward", "train/kl_penalty": "KL penalty", "train/entropy": "entropy"}
+"""The columns of ``curves/<run>.csv`` that ``dvc plots show`` draws, each on its own plot (own y
+scale: reward, KL and entropy differ by orders of magnitude); DVC tells runs apart by line style."""
+
+
+def curve_plots(root: Path) -> list[dict[str, Any]]:
+    """The top-level ``plots:`` section: one plot per quantity, with one ``y`` entry per training
+    run of the default study's plan (DVC's ``y`` takes files, not a folder)."""
+    plan = yaml.safe_load((Path(root) / f"pipelines/plans/{DEFAULT_STUDY}.yaml").read_text(encoding="utf-8"))
+    runs = sorted(plan["plan"]["runs"])
+    return [{f"curves_{column.split('/')[-1]}": {
+        "title": f"{label} per training step ({column}, one line per run)", "template": "linear",
+        "x": "step", "x_label": "step", "y_label": label,
+        "y": {f"${{plan.out}}/curves/{run}.csv": column for run in runs}}}
+        for column, label in CURVE_QUANTITIES.items()]
