@@ -29,6 +29,12 @@ PAGE = """<!DOCTYPE html>
 <!-- Built by scripts/vega_page.py: {versions}, inlined (BSD-3-Clause, .dvc/vega/LICENSE-*) so the
 page needs no network. -->
 {inline}
+<script>/* DVC calls vegaEmbed(id, spec): draw SVG, not canvas, so charts stay sharp when zoomed,
+their text can be selected and a test can read their axes */
+var vegaEmbed = (function (embed) {{
+  return function (el, spec, opts) {{ return embed(el, spec, Object.assign({{renderer: "svg"}}, opts)); }};
+}})(vegaEmbed);
+</script>
 <style>body {{ font-family: sans-serif; }} body > div {{ display: inline-block; margin: 8px; vertical-align: top; }}</style>
 </head>
 <body>
