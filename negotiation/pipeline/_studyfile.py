@@ -199,8 +199,8 @@ def derive_files(study: str, root: Path, plan: dict[str, Any], profile: str = "c
     if study_file.parent.parts:
         study_graph["vars"].append(f"{_up(study_file.parent)}/{PARAMS}")
     study_graph["stages"] = stages
-    if "plots" in graph:
-        study_graph["plots"] = _filled(graph["plots"], values)
+    if demo:
+        study_graph["plots"] = _filled(curve_plots(plan), values)
     header = GPU_HEADER if gpu else HEADER
     files[study_file] = _dump(header.format(study=study, plan=plan_name, arms=study_dir(study, profile) / ARMS,
                                             path=study_file.as_posix()), study_graph)
@@ -288,3 +288,20 @@ def code_dep_problems(committed: str, derived: str, where: str) -> list[str]:
         problems += [f"{where}: stage {name}: missing dep {d}" for d in sorted(need - have)]
         problems += [f"{where}: stage {name}: extra dep {d}" for d in sorted(have - need)]
     return problems
+
+
+# --- plots: one per training quantity, every run's curve on it (issue 31) ------------------------
+CURVE_QUANTITIES = {"train/reward": "reward", "train/kl_penalty": "KL penalty", "train/entropy": "entropy"}
+"""The columns of ``curves/<run>.csv`` that ``dvc plots show`` draws, each on its own plot (own y
+scale: reward, KL and entropy differ by orders of magnitude); DVC tells runs apart by line style."""
+
+
+def curve_plots(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The study file's ``plots:`` section: one plot per quantity, with one ``y`` entry per training
+    run of the plan (``build_plan(...)["plan"]``; DVC's ``y`` takes files, not a folder)."""
+    runs = sorted(plan["runs"])
+    return [{f"curves_{column.split('/')[-1]}": {
+        "title": f"{label} per training step ({column}, one line per run)", "template": "linear",
+        "x": "step", "x_label": "step", "y_label": label,
+        "y": {f"${{plan.out}}/curves/{run}.csv": column for run in runs}}}
+        for column, label in CURVE_QUANTITIES.items()]
