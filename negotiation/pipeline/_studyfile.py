@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from negotiation.pipeline._deps import PACKAGE, ImportClosure, compress
-from negotiation.pipeline._plan import ARMS, PARAMS, arm_dir, study_dir
+from negotiation.pipeline._layout import ARMS, PARAMS, arm_dir, study_dir
 
 DEFAULT_STUDY = "demo"
 TOP_LEVEL = "dvc.yaml"
