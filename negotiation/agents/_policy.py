@@ -32,6 +32,7 @@ from negotiation.agents._policy_net import (
     token_logits,
 )
 from negotiation.agents._policy_render import render_actions
+from negotiation.agents._prose import turn_rng
 from negotiation.agents._spec import AgentSpec
 from negotiation.env import Reply, Role, View
 from negotiation.errors import ConfigError, format_validation_error
@@ -96,7 +97,7 @@ class Policy:
         process or a lockstep helper, ``PolicyShards``) never changes an action.
         """
         out = self.net(feature_tensors(fb))
-        u = np.stack([np.random.default_rng([seed, turn, _SAMPLE_SALT]).random(N_TOKENS) for seed, turn in keys])
+        u = np.stack([turn_rng(seed, turn, _SAMPLE_SALT).random(N_TOKENS) for seed, turn in keys])
         actions, start = np.zeros((len(keys), N_TOKENS), dtype=np.int64), 0
         for logits in token_logits(out):
             k = logits.shape[1]

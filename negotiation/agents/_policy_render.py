@@ -14,7 +14,7 @@ import numpy as np
 
 from negotiation.agents._offers import term_value
 from negotiation.agents._policy_layout import MAX_SLOTS
-from negotiation.agents._prose import render_accept, render_counter
+from negotiation.agents._prose import render_accept, render_counter, turn_rng
 from negotiation.env import View
 
 __all__ = ["render_action", "render_actions"]
@@ -24,7 +24,7 @@ _PROSE_SALT = 7002  # keep the policy's prose draws apart from other agents' (an
 
 def render_action(view: View, action: np.ndarray, bins: np.ndarray) -> str:
     """The text of one ``(N_TOKENS,)`` action in ``view``; ``bins`` are the value bins in [-1, 1]."""
-    rng = np.random.default_rng([view.sample_seed, view.turn, _PROSE_SALT])
+    rng = turn_rng(view.sample_seed, view.turn, _PROSE_SALT)
     if action[0] == 1:
         return render_accept(rng)
     terms = []

@@ -10,6 +10,20 @@ import numpy as np
 
 from negotiation.env import Domain, Role
 
+_WORD = 1 << 32
+
+
+def turn_rng(sample_seed: int, turn: int, salt: int) -> np.random.Generator:
+    """``numpy.random.default_rng([sample_seed, turn, salt])``, a turn's prose stream.
+
+    When each word fits 32 bits numpy coerces that list to exactly this uint32 array, so the
+    generator is the same; handing it the array skips coercing three Python ints one by one.
+    """
+    if 0 <= sample_seed < _WORD and 0 <= turn < _WORD and 0 <= salt < _WORD:
+        entropy = np.array((sample_seed, turn, salt), dtype=np.uint32)
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
+    return np.random.default_rng([sample_seed, turn, salt])
+
 _OPEN = {
     "seller": ("Thanks for your interest in this deal.", "Good to meet you, and thanks for reaching out.",
                "I'm glad we're talking about this.", "Happy to work something out with you."),

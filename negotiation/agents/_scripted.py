@@ -23,10 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from negotiation.agents._offers import changed_terms, counterpart_levels, offer_at_target
-from negotiation.agents._prose import render_accept, render_counter
+from negotiation.agents._prose import render_accept, render_counter, turn_rng
 from negotiation.agents._spec import AgentSpec
 from negotiation.env import Reply, Role, View, u_tilde
 from negotiation.errors import ConfigError
@@ -97,7 +95,7 @@ class ScriptedAgent:
         self.readable = readable
 
     def respond(self, view: View) -> Reply:
-        rng = np.random.default_rng([view.sample_seed, view.turn, 0 if view.role == "seller" else 1])
+        rng = turn_rng(view.sample_seed, view.turn, 0 if view.role == "seller" else 1)
         target = self.strategy.target(view)
         if view.ledger and _counterpart_offered(view, self.readable):
             if u_tilde(view.domain, view.prefs, view.ledger) >= target - 1e-9:
