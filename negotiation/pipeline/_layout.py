@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["ARMS", "PARAMS", "arm_dir", "study_dir"]
+__all__ = ["ARMS", "PARAMS", "arm_dir", "pipeline_dir"]
 
 PARAMS = "params.yaml"
 ARMS = "arms"
 
 
-def study_dir(study: str, profile: str = "cpu") -> Path:
-    """The study's folder under ``pipelines/`` (relative to the root): its arm folders live in it."""
+def pipeline_dir(study: str, profile: str = "cpu") -> Path:
+    """The study's pipeline folder under ``pipelines/`` (relative to the root): its arm folders live in it."""
     return Path("pipelines") / study / ("gpu" if profile == "gpu" else "")
 
 
 def arm_dir(study: str, arm: str, profile: str = "cpu") -> Path:
     """An arm's folder, relative to the root: its ``dvc.yaml`` and ``params.yaml``."""
-    return study_dir(study, profile) / ARMS / arm
+    return pipeline_dir(study, profile) / ARMS / arm

@@ -20,7 +20,7 @@ import yaml
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm
 from negotiation.study import Branch, ResultsLayout, Study, load_study
-from negotiation.pipeline._layout import ARMS, PARAMS, arm_dir, study_dir
+from negotiation.pipeline._layout import ARMS, PARAMS, arm_dir, pipeline_dir
 
 PLAN_VERSION = 1
 PROFILES = ("cpu", "gpu")
@@ -179,7 +179,7 @@ def _derived(study: Study, profile: str) -> dict[Path, str]:
 
 def _orphans(study: Study, profile: str, planned: dict[Path, str]) -> list[Path]:
     """Arm folders (absolute) under the profile's ``arms/`` that hold no planned arm's files."""
-    arms = study.root / study_dir(study.name, profile) / ARMS
+    arms = study.root / pipeline_dir(study.name, profile) / ARMS
     wanted = {(study.root / path).parent for path in planned}
     return sorted(d for d in arms.iterdir() if d.is_dir() and d not in wanted) if arms.is_dir() else []
 

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from negotiation.pipeline._deps import PACKAGE, ImportClosure, compress
-from negotiation.pipeline._layout import ARMS, PARAMS, arm_dir, study_dir
+from negotiation.pipeline._layout import ARMS, PARAMS, arm_dir, pipeline_dir
 
 DEFAULT_STUDY = "demo"
 TOP_LEVEL = "dvc.yaml"
@@ -62,8 +62,8 @@ _VAR = re.compile(r"\$\{([^}]+)\}")
 
 def study_pipeline_path(study: str, root: Path, profile: str = "cpu") -> Path:
     if profile == "gpu":
-        return Path(root) / study_dir(study, profile) / TOP_LEVEL
-    return Path(root) / (TOP_LEVEL if study == DEFAULT_STUDY else study_dir(study) / TOP_LEVEL)
+        return Path(root) / pipeline_dir(study, profile) / TOP_LEVEL
+    return Path(root) / (TOP_LEVEL if study == DEFAULT_STUDY else pipeline_dir(study) / TOP_LEVEL)
 
 
 def _up(folder: Path) -> str:
@@ -179,7 +179,7 @@ def derive_files(study: str, root: Path, plan: dict[str, Any], profile: str = "c
     gpu, demo = profile == "gpu", study == DEFAULT_STUDY and profile != "gpu"
     plan_name = f"{study}-gpu" if gpu else study
     study_file = study_pipeline_path(study, Path(), profile)
-    arms_rel = Path(os.path.relpath(study_dir(study, profile) / ARMS, study_file.parent))
+    arms_rel = Path(os.path.relpath(pipeline_dir(study, profile) / ARMS, study_file.parent))
     values = {"plan.study": plan["study"], "plan.out": plan["out"]}
     files: dict[Path, str] = {}
 
@@ -202,7 +202,7 @@ def derive_files(study: str, root: Path, plan: dict[str, Any], profile: str = "c
     if demo:
         study_graph["plots"] = _filled(curve_plots(plan), values)
     header = GPU_HEADER if gpu else HEADER
-    files[study_file] = _dump(header.format(study=study, plan=plan_name, arms=study_dir(study, profile) / ARMS,
+    files[study_file] = _dump(header.format(study=study, plan=plan_name, arms=pipeline_dir(study, profile) / ARMS,
                                             path=study_file.as_posix()), study_graph)
 
     entries: dict[str, Any] = {}
