@@ -1,10 +1,10 @@
 """The DVC commands docs/pipeline.md gives a user of a fresh clone after `make repro` (section "DVC on a
 fresh clone") are quiet and useful: `dvc status` of the demo ≤ 40 lines, `dvc exp run` without a
 warning and rerunning nothing for a run-time knob, `dvc exp show` ≤ 60 columns with each arm's S and
-the changed param. The built state is made up: every demo output is written by hand and recorded
-with `dvc commit -f` (the real build takes minutes). The bare commands stay noisy because DVC reads
-every study's `dvc.yaml`; the canaries below say when a DVC release changes that, so the docs can
-drop the targets."""
+the changed param, `dvc dag` of one arm ≤ 40 lines and ≤ 160 columns. The built state is made up:
+every demo output is written by hand and recorded with `dvc commit -f` (the real build takes
+minutes). The bare commands stay noisy because DVC reads every study's `dvc.yaml`; the canaries
+below say when a DVC release changes that, so the docs can drop the targets."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ for stage in stages:
 
 
 def documented_commands() -> dict[str, list[str]]:
-    """The `dvc status`, `dvc exp run` and `dvc exp show` lines of the docs' fresh-clone block."""
+    """The `dvc status`, `dvc exp run`, `dvc dag` and `dvc exp show` lines of the docs' fresh-clone block."""
     text = (ROOT / "docs/pipeline.md").read_text(encoding="utf-8")
     section = text.split("## DVC on a fresh clone", 1)[1].split("\n## ", 1)[0]
     commands = {}
@@ -52,7 +52,7 @@ def documented_commands() -> dict[str, list[str]]:
         if line.startswith("    dvc "):
             argv = shlex.split(line, comments=True)
             commands[" ".join(argv[1:3]) if argv[1] == "exp" else argv[1]] = argv
-    assert set(commands) == {"status", "exp run", "exp show"}, commands
+    assert set(commands) == {"status", "exp run", "exp show", "dag"}, commands
     return commands
 
 
@@ -87,3 +87,15 @@ def test_documented_dvc_commands_are_quiet_on_a_built_fresh_clone(tmp_path):
     # canary: bare `dvc exp run` checks out every stage's outputs first, paper/lm included
     assert "No file hash info found for" in _ok(dvc(["exp", "run", "-S", f"{knob}=3"], copy))
 
+
+
+def test_documented_dvc_dag_is_one_arms_readable_graph():
+    argv = documented_commands()["dag"]
+    arm_file = argv[-1]
+    out = _ok(dvc(argv[1:], ROOT))
+    lines = out.splitlines()
+    assert len(lines) <= 40 and max(map(len, lines)) <= 160, out
+    for stage in ("scenarios", "init@", f"{arm_file}:train@", f"{arm_file}:select", f"{arm_file}:pilot",
+                  f"{arm_file}:evaluate"):
+        assert stage in out, (stage, out)
+    assert max(map(len, _ok(dvc(["dag"], ROOT)).splitlines())) > 1000  # canary: bare dag draws every arm
