@@ -17,17 +17,18 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from negotiation.env._domain import ROLES, Domain, default_domains_dir
+# Modules, not names: a stage's derived code deps follow a lazy export to every module holding the
+# name (negotiation.pipeline._deps), and no stage runs this one.
+from negotiation.env import _domain
 from negotiation.errors import ConfigError, format_validation_error
 
 _LINEAR_TOLERANCE = 1e-9
 
 
 def _negmas() -> Any:
-    try:
-        import negmas.inout
-    except ImportError as exc:
-        raise ConfigError("negmas is not installed: pip install -e '.[anac]' (docs/environment.md)") from exc
+    """NegMAS, or the ``ImportError`` the CLI reports with the extra to install (``_install``)."""
+    import negmas.inout
+
     return negmas
 
 
@@ -60,7 +61,7 @@ def _by_role(folder: Path, ufuns: tuple) -> dict[str, Any]:
     names = [str(u.name).replace("\\", "/").split("/")[-1] for u in ufuns]
     if sorted(names) == ["buyer", "seller"]:
         return {u_name: u for u_name, u in zip(names, ufuns)}
-    return dict(zip(ROLES, ufuns))
+    return dict(zip(_domain.ROLES, ufuns))
 
 
 def _unwrap(where: str, ufun: Any) -> tuple[Any, float | None]:
@@ -110,14 +111,14 @@ def domain_data(folder: Path, name: str) -> dict[str, Any]:
     for role, ufun in _by_role(folder, scenario.ufuns).items():
         inner, discount = _unwrap(f"{folder}/{ufun.name}", ufun)
         parties[role] = (inner, discount, float(inner.reserved_value))
-    terms, profiles = [], {role: {"weights": {}, "evaluations": {}, "ends": {}} for role in ROLES}
+    terms, profiles = [], {role: {"weights": {}, "evaluations": {}, "ends": {}} for role in _domain.ROLES}
     for k, issue in enumerate(scenario.outcome_space.issues):
-        vfuns = [parties[role][0].values[k] for role in ROLES]
+        vfuns = [parties[role][0].values[k] for role in _domain.ROLES]
         term, evals = _term_and_evals(f"{folder}/{scenario.outcome_space.name}", issue, vfuns)
         if any(t["name"] == term["name"] for t in terms):
             raise ConfigError(f"{folder}:{issue.name}: its name {term['name']!r} repeats another issue's")
         terms.append(term)
-        for role, ev in zip(ROLES, evals):
+        for role, ev in zip(_domain.ROLES, evals):
             profiles[role]["weights"][term["name"]] = float(parties[role][0].weights[k])
             profiles[role]["ends" if term["kind"] == "continuous" else "evaluations"][term["name"]] = ev
     for role, (_, discount, reserved) in parties.items():
@@ -134,12 +135,12 @@ def import_genius(folder: Path, name: str | None = None, domains_dir: Path | Non
     """Write ``<domains_dir>/<name>.yaml`` from the Genius/NegMAS scenario ``folder``; its path."""
     folder = Path(folder)
     name = name or slug(folder.name)
-    target = (Path(domains_dir) if domains_dir else default_domains_dir()) / f"{name}.yaml"
+    target = (Path(domains_dir) if domains_dir else _domain.default_domains_dir()) / f"{name}.yaml"
     if target.exists() and not overwrite:
         raise ConfigError(f"{target}: already exists (pass --force to replace it)")
     data = domain_data(folder, name)
     try:
-        Domain.model_validate(data)
+        _domain.Domain.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(folder, exc)) from exc
     target.parent.mkdir(parents=True, exist_ok=True)

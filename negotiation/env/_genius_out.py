@@ -14,16 +14,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from negotiation.env._domain import ROLES, Domain, Term
+# Modules, not names (see _genius): no stage runs this one.
+from negotiation.env import _domain, _scenario
 from negotiation.env._genius import _negmas
-from negotiation.env._scenario import DEFAULT_DIRICHLET_ALPHA, make_scenario
 
 
 def _level_text(level: Any) -> str:
     return ("true" if level else "false") if isinstance(level, bool) else str(level)
 
 
-def _issue(term: Term) -> Any:
+def _issue(term: _domain.Term) -> Any:
     from negmas import make_issue
 
     if term.is_continuous:
@@ -38,7 +38,7 @@ def _line(lo: float, hi: float, e_lo: float, e_hi: float) -> Any:
     return AffineFun(slope=slope, bias=e_lo - slope * lo)
 
 
-def _party_values(domain: Domain, role: str, seed: int, alpha: float) -> tuple[list, list, float, float | None]:
+def _party_values(domain: _domain.Domain, role: str, seed: int, alpha: float) -> tuple[list, list, float, float | None]:
     """``(value functions, weights, reservation, discount)`` of ``role`` in NegMAS's terms."""
     from negmas.preferences import TableFun
 
@@ -49,7 +49,7 @@ def _party_values(domain: Domain, role: str, seed: int, alpha: float) -> tuple[l
         weights = [profile.weights[t.name] for t in domain.terms]
         reservation = profile.reservation if profile.reservation is not None else 0.0
         return values, weights, reservation, profile.discount
-    prefs = make_scenario(domain, seed, alpha).prefs(role)  # type: ignore[arg-type]
+    prefs = _scenario.make_scenario(domain, seed, alpha).prefs(role)  # type: ignore[arg-type]
     values = []
     for t in domain.terms:
         if t.is_continuous:
@@ -61,8 +61,8 @@ def _party_values(domain: Domain, role: str, seed: int, alpha: float) -> tuple[l
     return values, [prefs.weights[t.name] for t in domain.terms], 0.0, None
 
 
-def export_genius(domain: Domain, folder: Path, seed: int = 0,
-                  alpha: float = DEFAULT_DIRICHLET_ALPHA) -> list[Path]:
+def export_genius(domain: _domain.Domain, folder: Path, seed: int = 0,
+                  alpha: float = _scenario.DEFAULT_DIRICHLET_ALPHA) -> list[Path]:
     """Write ``domain`` (a drawn one for ``seed``) as Genius XML files in ``folder``; their paths."""
     _negmas()
     from negmas import make_os
@@ -71,7 +71,7 @@ def export_genius(domain: Domain, folder: Path, seed: int = 0,
 
     space = make_os([_issue(t) for t in domain.terms], name=domain.name)
     ufuns = []
-    for role in ROLES:
+    for role in _domain.ROLES:
         values, weights, reservation, discount = _party_values(domain, role, seed, alpha)
         ufun = LinearAdditiveUtilityFunction(values=values, weights=weights, outcome_space=space,
                                              reserved_value=reservation, name=role)
@@ -82,4 +82,4 @@ def export_genius(domain: Domain, folder: Path, seed: int = 0,
         ufuns.append(ufun)
     folder = Path(folder)
     Scenario(outcome_space=space, ufuns=tuple(ufuns)).to_genius_folder(folder)
-    return [folder / f"{domain.name}.xml", *(folder / f"{role}.xml" for role in ROLES)]
+    return [folder / f"{domain.name}.xml", *(folder / f"{role}.xml" for role in _domain.ROLES)]
