@@ -1,8 +1,8 @@
 """Domain schemas: YAML data under ``protocol/domains/``, validated on load.
 
-A drawn domain lists 7-10 terms (a profiled one, imported from Genius, any number). Continuous (distributive) terms have a range, a unit and the role
-that prefers high values; categorical terms have levels; binary terms have the levels
-``[True, False]``. Errors name the file, the key and the bad value.
+A drawn domain lists 7-10 terms (a profiled one, imported from Genius, any number). Continuous
+(distributive) terms have a range, a unit and the role that prefers high values; categorical
+terms have levels; binary terms have the levels ``[True, False]``. Errors name the file, the key and the bad value.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from negotiation._root import find_root
 from negotiation.env._profile import Profile, check_profile

@@ -77,7 +77,8 @@ def check_profile(profile: Profile, terms: Mapping[str, Any]) -> None:
                 raise ValueError(f"categorical term {name!r} needs an evaluation for each level "
                                  f"{list(term.levels or ())}, got {sorted(table or ())}")
         else:
-            raise ValueError(f"a profiled domain takes continuous and categorical terms, {name!r} is {term.kind}")
+            raise ValueError(f"a profiled domain takes continuous and categorical terms, "
+                             f"{name!r} is {term.kind}")
     extra = (set(profile.evaluations) | set(profile.ends)) - set(terms)
     if extra:
         raise ValueError(f"evaluations or ends name no term: {sorted(extra)}")

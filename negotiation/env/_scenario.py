@@ -81,7 +81,8 @@ def make_scenario(domain: Domain, seed: int, alpha: float = DEFAULT_DIRICHLET_AL
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     if domain.profiles is not None:
-        return Scenario(domain, int(seed), _profile_party(domain, "seller"), _profile_party(domain, "buyer"), alpha)
+        seller, buyer = _profile_party(domain, "seller"), _profile_party(domain, "buyer")
+        return Scenario(domain, int(seed), seller, buyer, alpha)
     seller_ss, buyer_ss = np.random.SeedSequence(int(seed)).spawn(2)
     seller = _draw_party(domain, "seller", np.random.Generator(np.random.PCG64(seller_ss)), alpha)
     buyer = _draw_party(domain, "buyer", np.random.Generator(np.random.PCG64(buyer_ss)), alpha)
