@@ -15,6 +15,8 @@ _COMMANDS = {  # name: (module:attribute, the one-line help `nego --help` shows 
              "Play one episode and print the transcript, or with --json the episode record."),
     "protocol": ("negotiation.cli._protocol_cmds:protocol_app",
                  "Freeze and verify a study's protocol: protocol/<study>/{protocol,arms}.yaml and its domains."),
+    "domain": ("negotiation.cli._domain_cmds:domain_app",
+               "Import a Genius/NegMAS scenario as a domain, or export one of ours as one."),
     "audit": ("negotiation.cli._registry_cmds:audit_command",
               "Audit a study against its frozen protocol; exit 1 on any uncovered departure."),
     "deviation": ("negotiation.cli._registry_cmds:deviation_app",

@@ -15,6 +15,8 @@ from negotiation._lazy import homes, lazy_attribute
 _EXPORTS = {
     "_domain": ("DOMAINS_DIR", "REPO_ROOT", "ROLES", "Domain", "Role", "Term", "default_domains_dir",
                 "load_domain", "load_domain_file", "load_domains"),
+    "_genius": ("export_genius", "import_genius"),
+    "_profile": ("Profile",),
     "_engine": ("RECORD_VERSION", "EnvConfig", "Episode", "Negotiation", "TurnRecord", "aplay_turn",
                 "arun_episode", "run_episode"),
     "_parse": ("ParsedTurn", "parse_message"),

@@ -1,8 +1,8 @@
 """Domain schemas: YAML data under ``protocol/domains/``, validated on load.
 
-A domain lists 7-10 terms. Continuous (distributive) terms have a range, a unit and the role
-that prefers high values; categorical terms have levels; binary terms have the levels
-``[True, False]``. Errors name the file, the key and the bad value.
+A drawn domain lists 7-10 terms (a profiled one, imported from Genius, any number). Continuous
+(distributive) terms have a range, a unit and the role that prefers high values; categorical
+terms have levels; binary terms have the levels ``[True, False]``. Errors name the file, the key and the bad value.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from negotiation._root import find_root
+from negotiation.env._profile import Profile, check_profile
 from negotiation.errors import ConfigError, format_validation_error
 from negotiation.names import check_name
 
@@ -126,17 +128,42 @@ class Domain(BaseModel):
     """The situation, per role."""
     terms: tuple[Term, ...]
     """The 7-10 terms, in a fixed order (the order of weight draws)."""
+    profiles: dict[Role, Profile] | None = None
+    """Both parties' fixed preferences (the Genius model, ``_profile``); absent, every seed draws
+    them. A profiled domain takes any number of continuous and categorical terms."""
+
     @model_validator(mode="after")
     def _term_mix(self) -> Domain:
         names = [t.name for t in self.terms]
         if len(set(names)) != len(names):
             raise ValueError(f"term names must be unique, got {names!r}")
+        if self.profiles is not None:
+            return self
         if not 7 <= len(names) <= 10:
             raise ValueError(f"a domain has 7-10 terms, got {len(names)}")
         n_cont = sum(t.is_continuous for t in self.terms)
         if not 3 <= n_cont <= 5:
             raise ValueError(f"a domain has 3-5 continuous terms, got {n_cont}")
         return self
+
+    def __hash__(self) -> int:
+        # pydantic's frozen hash would hash the profiles' dicts; equal domains share these fields
+        return hash((self.name, self.version, self.terms))
+
+    @field_validator("profiles")
+    @classmethod
+    def _check_profiles(cls, profiles: dict[Role, Profile] | None, info: ValidationInfo) -> Any:
+        terms = info.data.get("terms")
+        if profiles is None or terms is None:  # bad terms are reported on their own
+            return profiles
+        if set(profiles) != set(ROLES) or not terms:
+            raise ValueError(f"profiles need the roles {list(ROLES)} and the domain a term")
+        for role, profile in profiles.items():
+            try:
+                check_profile(profile, {t.name: t for t in terms})
+            except ValueError as exc:
+                raise ValueError(f"{role}: {exc}") from None
+        return profiles
 
     @property
     def term_names(self) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ second, each a ``PCG64`` generator. Each party draws its importances
 ``w ~ Dirichlet(alpha * 1_K)`` over the domain's terms in file order, then, for every
 integrative term in file order, its preferred level uniformly among the term's levels.
 Nothing else (arm, buyer, process) enters the draw, so every arm meets identical scenarios.
+A profiled domain (``Domain.profiles``) draws nothing: every seed gets its declared preferences.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from negotiation.env._domain import Domain, Role
+from negotiation.env._profile import normalised
 
 DEFAULT_DIRICHLET_ALPHA = 0.3  # paper §3; protocols restate it and pass it explicitly
 
@@ -29,7 +31,10 @@ class PartyPrefs:
     weights: Mapping[str, float]
     """Importance per term (domain order); sums to 1."""
     preferred: Mapping[str, Any]
-    """Preferred level per integrative term."""
+    """Preferred level per integrative term (a profiled domain: the first best level)."""
+    evaluations: Mapping[str, Any] | None = None
+    """Profiled domains only: per term the normalised evaluation in [0, 1], a level table or the
+    ``(lo, hi)`` pair of a continuous term; scoring then uses ``Σ w_k e_k``, not φ = ±1."""
 
 
 @dataclass(frozen=True)
@@ -62,10 +67,22 @@ def _draw_party(domain: Domain, role: Role, rng: np.random.Generator, alpha: flo
     return PartyPrefs(role, MappingProxyType(weights), MappingProxyType(preferred))
 
 
+def _profile_party(domain: Domain, role: Role) -> PartyPrefs:
+    weights, evals = normalised(domain.profiles[role])  # type: ignore[index]
+    preferred = {name: max(table, key=table.__getitem__) for name, table in evals.items()
+                 if isinstance(table, dict)}
+    ordered = {t.name: weights[t.name] for t in domain.terms}
+    return PartyPrefs(role, MappingProxyType(ordered), MappingProxyType(preferred),
+                      MappingProxyType({t.name: evals[t.name] for t in domain.terms}))
+
+
 def make_scenario(domain: Domain, seed: int, alpha: float = DEFAULT_DIRICHLET_ALPHA) -> Scenario:
     """Both parties' preferences for ``(domain, seed)``, deterministic in the seed alone."""
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if domain.profiles is not None:
+        seller, buyer = _profile_party(domain, "seller"), _profile_party(domain, "buyer")
+        return Scenario(domain, int(seed), seller, buyer, alpha)
     seller_ss, buyer_ss = np.random.SeedSequence(int(seed)).spawn(2)
     seller = _draw_party(domain, "seller", np.random.Generator(np.random.PCG64(seller_ss)), alpha)
     buyer = _draw_party(domain, "buyer", np.random.Generator(np.random.PCG64(buyer_ss)), alpha)

@@ -6,7 +6,9 @@ preferred level and ``-1`` at any other level; a term never named scores ``0``. 
 summing to one the worst full contract has ``U = -1`` and the best ``U = +1``, so
 ``Ũ = (U + 1) / 2`` and an unnamed term adds ``w_k / 2`` to ``Ũ``. A name outside the schema
 is kept in the ledger and never scored. A value of the wrong type or an unknown level scores as
-unnamed and is counted as invalid; an out-of-range number is clipped and counted.
+unnamed and is counted as invalid; an out-of-range number is clipped and counted. A profiled
+domain's parties (``PartyPrefs.evaluations``) score ``φ_k = 2 e_k − 1`` from their normalised
+evaluations instead (``_table_sums``), so ``Ũ = Σ w_k e_k``.
 """
 
 from __future__ import annotations
@@ -149,6 +151,8 @@ def _feature_sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) 
     ``feature`` per named term, summed in domain order; the loop inlines it (same arithmetic,
     same order, so the same floats) because it runs for every term several times per turn.
     """
+    if prefs.evaluations is not None:
+        return _table_sums(domain, prefs, ledger)
     u = dist = integ = 0.0
     n_invalid = n_oor = 0
     get, isfinite = ledger.get, math.isfinite
@@ -184,6 +188,33 @@ def _feature_sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) 
             dist += w * (phi + 1.0) / 2.0
         else:
             integ += w * (phi + 1.0) / 2.0
+    return u, dist, integ, n_invalid, n_oor
+
+
+def _table_sums(domain: Domain, prefs: PartyPrefs, ledger: Mapping[str, Any]) -> _Sums:
+    """``_feature_sums`` for a profiled party: ``e_k`` from its evaluations (½ when unnamed or
+    invalid, as φ = 0), linear between the ends of a continuous term."""
+    u = dist = integ = 0.0
+    n_invalid = n_oor = 0
+    evals = prefs.evaluations or {}
+    for term in domain.terms:
+        name, w, e = term.name, prefs.weights[term.name], 0.5
+        value = ledger.get(name, _ABSENT)
+        canon = INVALID if value is _ABSENT else canonical_value(term, value)
+        if canon is INVALID:
+            n_invalid += value is not _ABSENT
+        elif term.is_continuous:
+            (lo, hi), (e_lo, e_hi) = term.range, evals[name]  # type: ignore[misc]
+            clipped = min(max(canon, lo), hi)
+            n_oor += clipped != canon
+            e = e_lo + (e_hi - e_lo) * (clipped - lo) / (hi - lo)
+        else:
+            e = evals[name][canon]
+        u += w * (2.0 * e - 1.0)
+        if term.is_continuous:
+            dist += w * e
+        else:
+            integ += w * e
     return u, dist, integ, n_invalid, n_oor
 
 
