@@ -3,6 +3,8 @@
 #   source .ci/timing.sh
 #   trap ci_timing_table EXIT
 #   ci_part "fast suite" make test        # runs the command, records its seconds and status
+#   ci_background "vllm" make vllm-venv    # runs a part beside the following ones (2 cores: CI's
+#   ci_wait                               #   parts are mostly one process each); collects it
 #
 # A part runs in a subshell with `set -e` (a function part stops at its first failing line; what it
 # exports does not outlive it). A failing part is recorded as failed and its status returned, so
@@ -12,8 +14,23 @@
 CI_PART_NAMES=()
 CI_PART_SECONDS=()
 CI_PART_STATUS=()
+CI_BG_PIDS=()
+CI_BG_NAMES=()
+CI_BG_FILES=()
 
 _ci_now() { date +%s.%N; }
+CI_START=$(_ci_now)
+
+_ci_record() {  # name seconds rc
+  CI_PART_NAMES+=("$1")
+  CI_PART_SECONDS+=("$2")
+  CI_PART_STATUS+=("$([ "$3" -eq 0 ] && echo ok || echo "failed ($3)")")
+  if [ -n "${CI_TIMING_FILE:-}" ]; then
+    printf '%s\t%s\t%s\n' "$1" "$2" "${CI_PART_STATUS[-1]}" >>"$CI_TIMING_FILE"
+  fi
+}
+
+_ci_seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 ci_part() {
   local name=$1 start end rc errexit=0
@@ -27,13 +44,44 @@ ci_part() {
   rc=$?
   [ "$errexit" -eq 1 ] && set -e
   end=$(_ci_now)
-  CI_PART_NAMES+=("$name")
-  CI_PART_SECONDS+=("$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')")
-  CI_PART_STATUS+=("$([ "$rc" -eq 0 ] && echo ok || echo "failed ($rc)")")
-  if [ -n "${CI_TIMING_FILE:-}" ]; then
-    printf '%s\t%s\t%s\n' "$name" "${CI_PART_SECONDS[-1]}" "${CI_PART_STATUS[-1]}" >>"$CI_TIMING_FILE"
-  fi
+  _ci_record "$name" "$(_ci_seconds "$start" "$end")" "$rc"
   return "$rc"
+}
+
+# A part started in the background; its output goes to a log printed by ci_wait, so the parts'
+# lines do not interleave.
+ci_background() {
+  local name=$1 file
+  shift
+  file=$(mktemp)
+  (
+    set +e  # the part's own status is recorded, not inherited errexit's early exit
+    start=$(_ci_now)
+    (set -e; "$@") >"$file.log" 2>&1
+    rc=$?
+    printf '%s\t%s\n' "$(_ci_seconds "$start" "$(_ci_now)")" "$rc" >"$file"
+  ) </dev/null >/dev/null 2>&1 &   # not holding CI's output open if the run stops early
+  CI_BG_PIDS+=($!)
+  CI_BG_NAMES+=("$name")
+  CI_BG_FILES+=("$file")
+}
+
+# Waits for every background part, prints its log, records it; returns the first failure's status.
+ci_wait() {
+  local i seconds rc first=0
+  for i in "${!CI_BG_PIDS[@]}"; do
+    wait "${CI_BG_PIDS[$i]}" || true
+    echo "--- ${CI_BG_NAMES[$i]} (ran in the background) ---"
+    cat "${CI_BG_FILES[$i]}.log"
+    IFS=$'\t' read -r seconds rc <"${CI_BG_FILES[$i]}" || { seconds=0; rc=1; }
+    rm -f "${CI_BG_FILES[$i]}" "${CI_BG_FILES[$i]}.log"
+    _ci_record "${CI_BG_NAMES[$i]} (background)" "$seconds" "$rc"
+    [ "$rc" -ne 0 ] && [ "$first" -eq 0 ] && first=$rc
+  done
+  CI_BG_PIDS=()
+  CI_BG_NAMES=()
+  CI_BG_FILES=()
+  return "$first"
 }
 
 ci_timing_table() {
@@ -47,6 +95,9 @@ ci_timing_table() {
     awk -v n="${CI_PART_NAMES[$i]}" -v s="${CI_PART_SECONDS[$i]}" -v t="$total" -v st="${CI_PART_STATUS[$i]}" \
       'BEGIN { printf "%-44s %9.1f %7.1f %5.0f%%  %s\n", n, s, s / 60, (t > 0 ? 100 * s / t : 0), st }'
   done
-  awk -v t="$total" 'BEGIN { printf "%-44s %9.1f %7.1f\n", "total", t, t / 60 }'
+  awk -v t="$total" 'BEGIN { printf "%-44s %9.1f %7.1f\n", "sum of parts", t, t / 60 }'
+  local wall
+  wall=$(_ci_seconds "$CI_START" "$(_ci_now)")
+  awk -v t="$wall" 'BEGIN { printf "%-44s %9.1f %7.1f\n", "wall (background parts overlap)", t, t / 60 }'
   return "$rc"
 }

@@ -78,7 +78,9 @@ def test_the_look_up_blocks_run_on_a_fresh_clone(tmp_path):
 
 @pytest.mark.slow
 def test_every_block_runs_in_order_on_a_fresh_workspace(tmp_path):
-    """``make repro`` (the demo pipeline, several minutes on two cores), then the look-ups over its outputs."""
+    """``make repro`` (the demo pipeline, several minutes on two cores), then the look-ups over its
+    outputs; then what CI checks of the built study: a second ``dvc repro`` runs no stage, and the
+    results comply with the protocol. This is CI's one clean build of the demo."""
     workspace = fresh_workspace(tmp_path)
     for body, reason in readme_blocks((REPO / "README.md").read_text(encoding="utf-8")):
         if reason:
@@ -87,3 +89,7 @@ def test_every_block_runs_in_order_on_a_fresh_workspace(tmp_path):
         assert done.returncode == 0, (body, done.stdout[-2000:], done.stderr[-2000:])
     assert (workspace / "outputs/demo/report/report.html").is_file()
     assert "audit: passed" in done.stdout and "report: outputs/demo/report/report.html" in done.stdout
+    noop = _run('PATH="$PWD/.venv/bin:$PATH" dvc repro', workspace)
+    assert noop.returncode == 0 and "Running stage" not in noop.stdout + noop.stderr, noop.stdout[-2000:]
+    audit = _run(".venv/bin/nego audit demo --results outputs/demo", workspace)
+    assert audit.returncode == 0, (audit.stdout[-2000:], audit.stderr[-2000:])
