@@ -40,13 +40,15 @@ def play(tmp_path, name, **faults):
 
 
 def test_faulty_run_equals_fault_free_run(tmp_path):
-    _, _, clean_eps, clean_turns = play(tmp_path, "clean")
+    _, clean_counts, clean_eps, clean_turns = play(tmp_path, "clean")
     progress, counts, eps, turns = play(tmp_path, "faulty", error_rate=0.2, retry_after_s=0.01, hang_s=1.0, seed=11)
     assert progress.errors == 0 and (eps["outcome"] != "error").all()
     injected = {k: counts[k] for k in ("429", "500", "timeout", "drop", "malformed")}
     assert all(n > 0 for n in injected.values()), injected
     assert 0.1 < sum(injected.values()) / counts["requests"] < 0.3
-    assert progress.retries == sum(injected.values()) == eps["retries"].sum()
+    # every injected fault is retried; an honest reply slower than the timeout on a busy machine (CI
+    # runs two parts at a time) may add a retry in either run, never a changed episode
+    assert progress.retries == eps["retries"].sum() >= sum(injected.values())
     pd.testing.assert_frame_equal(eps.drop(columns=TIMING), clean_eps.drop(columns=TIMING))
     pd.testing.assert_frame_equal(turns, clean_turns)
-    assert clean_eps["retries"].sum() == 0 and len(eps) == 9
+    assert clean_counts["requests"] > 0 and not any(clean_counts.get(k, 0) for k in injected) and len(eps) == 9

@@ -91,12 +91,12 @@ def test_check_names_the_stage_and_the_missing_and_extra_dep(repo):
     top = repo / "dvc.yaml"
     graph = yaml.safe_load(top.read_text())
     deps = graph["stages"]["analyze"]["deps"]
-    assert "negotiation/env" in deps  # the utility function's package, which the hand-written list once lacked
+    assert "negotiation/env/_utility.py" in deps  # the utility function, which the hand-written list once lacked
     text = top.read_text()
     analyze = text.index("\n  analyze:")
-    top.write_text(text[:analyze] + text[analyze:].replace("    - negotiation/env\n",
+    top.write_text(text[:analyze] + text[analyze:].replace("    - negotiation/env/_utility.py\n",
                                                            "    - negotiation/training\n", 1))
-    assert stale_code_deps("demo", repo) == ["dvc.yaml: stage analyze: missing dep negotiation/env",
+    assert stale_code_deps("demo", repo) == ["dvc.yaml: stage analyze: missing dep negotiation/env/_utility.py",
                                              "dvc.yaml: stage analyze: extra dep negotiation/training"]
     result = CliRunner().invoke(app, ["pipeline", "plan", "demo", "--check", "--root", str(repo)])
     assert result.exit_code == 1
