@@ -6,7 +6,7 @@ the study through it: ``load_study`` (called once per process; the only reader o
 ``ResultsLayout`` (every results path), the records each stage writes, and the lock.
 """
 
-from negotiation.study._arms import AddedArm, AddedArms, added_arms_path, load_added_arms, merge_arms
+from negotiation.study._arms import AddedArm, AddedArms, added_arms_document, added_arms_path, load_added_arms, merge_arms
 from negotiation.study._continuations import (
     Branch,
     ContinuationEntry,
@@ -55,7 +55,7 @@ __all__ = [
     "ModelPrice", "TokenPrices", "load_token_prices", "spec_model",
     "RESULTS_ROOT", "AddedArm", "AddedArms", "Branch", "ContinuationEntry", "Continuations", "ContrastResult",
     "ContrastSpec", "Interval", "Lock", "LockError", "PilotCell", "PilotRecord", "ResultsLayout", "SamplingRecord",
-    "SamplingUse", "SelectionRecord", "Study", "added_arms_path", "arm_problems", "as_study", "checked_lock",
+    "SamplingUse", "SelectionRecord", "Study", "added_arms_document", "added_arms_path", "arm_problems", "as_study", "checked_lock",
     "continuation_branches", "continuation_problems", "continuations_path", "default_root", "freeze", "gate_passes",
     "load_added_arms", "load_continuations", "load_study", "lock_problems", "merge_arms", "protocol_hash",
     "registry_dir", "resolve_read_step", "results_dir", "study_dir", "verify", "write_record",

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Any, Literal, Mapping
 
+import yaml
 from pydantic import Field
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, ArmName, StrictModel, display_path, load_yaml_model
 from negotiation.study._layout import registry_dir
 
-__all__ = ["ADDED_ARMS_FILE", "AddedArm", "AddedArms", "added_arms_path", "load_added_arms", "merge_arms"]
+__all__ = ["ADDED_ARMS_FILE", "AddedArm", "AddedArms", "added_arms_document", "added_arms_path", "load_added_arms",
+           "merge_arms"]
 
 ADDED_ARMS_FILE = "arms.yaml"
 """Under ``registry/<study>/``."""
@@ -54,6 +56,16 @@ def load_added_arms(path: Path, study: str, root: Path, problems: list[str]) -> 
     return dict(added.added_arms)
 
 
+def added_arms_document(path: Path, shown: str) -> tuple[str | None, dict[str, Any]]:
+    """``registry/<study>/arms.yaml`` as text (its comments, for a writer appending to it) and as
+    a mapping; ``(None, {})`` when absent. ``ConfigError`` when ``added_arms`` is not a mapping."""
+    if not path.exists():
+        return None, {}
+    text = path.read_text(encoding="utf-8")
+    data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict) or not isinstance(data.get("added_arms") or {}, dict):
+        raise ConfigError(f"{shown}:added_arms: not a mapping; fix the file before adding an arm")
+    return text, data
 
 
 def merge_arms(frozen: Mapping[str, Arm], added: Mapping[str, AddedArm], *, frozen_file: str,

@@ -103,9 +103,6 @@ LOADERS = {"load_registry", "load_deviation_log", "load_added_arms", "load_conti
 ALLOWED = {
     "negotiation/study": "the study's loaders", "negotiation/protocol": "the protocol's loaders",
     "negotiation/registry/_audit.py": "the registry alone when the study does not load (its findings still count)",
-    "negotiation/registry/_scaffold.py": "nego deviation new: writes the registry, reading the next id",
-    "negotiation/registry/_scaffold_arm.py": "nego deviation new --add-arm: writes registry/<study>/arms.yaml",
-    "negotiation/registry/_signoffs.py": "nego signoff: writes registry/<study>/signoffs/<arm>.yaml",
     "negotiation/registry/_checks_declared.py": "names the lock file in the lock finding (no read)",
     "negotiation/registry/_entries.py": "the audit's git-history check of sign-offs",
     "negotiation/registry/_deviation_index.py": "the audit's git-history check of the index",

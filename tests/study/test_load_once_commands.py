@@ -1,0 +1,94 @@
+"""Every ``nego`` command that takes a study loads it once (issue 29); tests/study/test_load_once.py
+covers status, audit, validate, protocol verify and play. Commands that write run against a copy
+of protocol/ and registry/ (``--root``); long-running parts (a server, a learning task) are stubbed
+past the load.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import negotiation.study
+from tests.cli.cli_runner import nego
+
+EXCEPTIONS = {
+    ("scenario",): "reads protocol/<study>/protocol.yaml's environment section alone (load_environment): "
+                   "a light command, no whole-study load",
+    ("score",): "as scenario",
+    ("deviation", "check-index"): "compares the deviation index with git's; loads no study",
+}
+"""Commands taking a study that do not load it once, and why (the loads they make: zero)."""
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory) -> Path:
+    from negotiation.analysis import write_synthetic_results
+
+    study = negotiation.study.load_study("demo")
+    folder = tmp_path_factory.mktemp("load_once") / "results"
+    return write_synthetic_results(study.protocol, list(study.arms), folder, seed=3).dir
+
+
+def _count(loads: list, *args: str, codes: tuple[int, ...] = (0,)) -> int:
+    before = len(loads)
+    result = nego(*args)
+    assert result.exit_code in codes, (args, result.exit_code, result.stdout, result.stderr)
+    return len(loads) - before
+
+
+def _commands(tables: Path, tmp: Path, root: Path) -> list[tuple[str, ...]]:
+    episodes = [str(next((tables / "evaluate" / arm).glob("episodes.parquet"))) for arm in ("ref_conceder",
+                                                                                         "ref_boulware")]
+    return [
+        ("evaluate", "--seller", "scripted:boulware", "--domains", "used_car", "--seeds", "5000000:5000001",
+         "--no-pilot", "--out", str(tmp / "eval"), "--study", "demo"),
+        ("serve-standin", "--port", "0", "--study", "demo"),
+        ("contrast", *episodes, "--resamples", "100", "--study", "demo"),
+        ("power", *episodes, "--study", "demo"),
+        ("frontier", "used_car", "5000053", "--study", "demo"),
+        ("analyze", "--study", "demo", "--results", str(tables), "--resamples", "100"),
+        ("report", "--study", "demo", "--results", str(tables), "--resamples", "100", "--out", str(tmp / "report")),
+        ("viewer", "--study", "demo", "--results", str(tables), "--out", str(tmp / "viewer.html"),
+         "--max-episodes", "20"),
+        ("packet", "--study", "demo", "--results", str(tables), "--out", str(tmp / "packet")),
+        ("signoff", "w16_lr3x", "--reader", "r", "--verdict", "pass", "--transcripts", "10", "--study", "demo",
+         "--root", str(root)),
+        ("deviation", "new", "demo", "--category", "not_run", "--title", "one", "--what", "what", "--why", "why",
+         "--impact", "none", "--arm", "ref_conceder", "--root", str(root)),
+        ("deviation", "new", "demo", "--category", "arm_added", "--title", "two", "--what", "what", "--why", "why",
+         "--impact", "none", "--add-arm", "ref_twin", "--like", "ref_conceder", "--root", str(root)),
+        ("protocol", "freeze", "demo", "--root", str(root)),
+        ("pipeline", "plan", "demo", "--check"),
+        ("pipeline", "plan", "lm", "--check", "--json"),
+        ("train-config", "paper", "e2b_lr3x", "--no-tokenizer", "--out", str(tmp / "grpo.yaml"), "--root", str(root)),
+        ("learn-task", "format", "--study", "lm", "--out", str(tmp / "learning")),
+    ]
+
+
+def test_every_command_loads_the_study_once(tables, tmp_path, root, loads, monkeypatch):
+    import negotiation.cli._standin_cmds as standin
+    import negotiation.learning as learning
+
+    class Server:  # serves nothing: the command returns once it printed where it serves
+        port, api_base = 1, "http://127.0.0.1:1/v1"
+
+        def __init__(self, config):
+            pass
+
+        async def serve_forever(self):
+            return None
+
+    monkeypatch.setattr(standin, "StandinServer", Server)
+    monkeypatch.setattr(learning, "run_learning_task", lambda *a, **kw: {"passed": True, "criteria": []})
+    counts = {}
+    for args in _commands(tables, tmp_path, root):
+        counts[args] = _count(loads, *args, codes=(0, 1))
+    assert {args: n for args, n in counts.items() if n != 1} == {}
+
+
+def test_the_exceptions_load_nothing(tmp_path, loads):
+    assert _count(loads, "scenario", "used_car", "5", "--study", "demo") == 0
+    assert _count(loads, "score", "used_car", "5", "--ledger", "{}", "--study", "demo", codes=(0, 1, 2)) == 0
+    assert _count(loads, "deviation", "check-index", "demo", "--against", "HEAD") == 0
