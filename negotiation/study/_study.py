@@ -183,9 +183,14 @@ class Study:
         return load_learning(self.protocol, self.root)
 
     @cached_property
+    def lock_state(self):
+        """The lock (or None) and every difference between it and the frozen files, read once."""
+        return lock_file_problems(self.name, self.root, self.lock_coverage)
+
+    @cached_property
     def lock_hash(self) -> str:
         """The verified protocol hash every run records; ``LockError`` when the frozen files changed."""
-        lock, problems = lock_file_problems(self.name, self.root, self.lock_coverage)
+        lock, problems = self.lock_state
         if problems or lock is None:
             raise LockError("\n".join(problems))
         return lock.protocol_hash
