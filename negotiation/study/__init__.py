@@ -6,7 +6,16 @@ the study through it: ``load_study`` (called once per process; the only reader o
 ``ResultsLayout`` (every results path), the records each stage writes, and the lock.
 """
 
-from negotiation.study._arms import AddedArm, AddedArms, added_arms_document, added_arms_path, load_added_arms, merge_arms
+from negotiation.study._arms import (
+    AddedArm,
+    AddedArms,
+    added_arms_document,
+    added_arms_path,
+    arm_problems,
+    load_added_arms,
+    merge_arms,
+    resolve_read_step,
+)
 from negotiation.study._continuations import (
     Branch,
     ContinuationEntry,
@@ -44,7 +53,7 @@ from negotiation.study._records import (
     gate_passes,
     write_record,
 )
-from negotiation.study._study import Study, arm_problems, as_study, load_study, resolve_read_step
+from negotiation.study._study import Study, as_study, load_study
 
 __all__ = [
     "CATEGORIES", "FILE_NAME", "INDEX_FILE", "Cell", "Deviation", "DeviationIndex", "DeviationLog", "Registry",
