@@ -150,3 +150,15 @@ def test_no_module_outside_the_study_reads_study_files():
                 offenders[rel] = reads
     assert offenders == {}, "read the study through load_study (one Study per process):\n" + "\n".join(
         f"{rel}: {reads}" for rel, reads in offenders.items())
+
+
+def test_a_served_seller_of_the_callers_study_reads_its_protocol(loads):
+    """``nego play``/``evaluate`` with a ``vllm:...?size=`` seller serve it from the command's
+    protocol, not from the spec's study loaded again."""
+    from negotiation.agents import RetryPolicy
+    from negotiation.evaluation import agent_factory
+
+    study = negotiation.study.load_study("paper")
+    seller = agent_factory(study.protocol, retry=RetryPolicy(), max_concurrency=1)(
+        "vllm:/models/x?size=31b&executable=/bin/true", "seller")
+    assert len(loads) == 1 and seller is not None
