@@ -170,12 +170,9 @@ def _owner(run: dict[str, Any]) -> str:
 
 def _arm_entry(root: Path, arm: dict[str, Any], cache: dict[str, Any]) -> Any:
     """The arm's entry as its arms file holds it (frozen: the protocol's; added: the registry's)."""
-    if arm["params_file"] not in cache:
-        cache[arm["params_file"]] = yaml.safe_load((Path(root) / arm["params_file"]).read_text(encoding="utf-8"))
-    node = cache[arm["params_file"]]
-    for part in arm["params_key"].split("."):
-        node = node[part]
-    return node
+    from negotiation.study import arm_entry_as_written
+
+    return arm_entry_as_written(root, arm["params_file"], arm["params_key"], cache)
 
 
 def derive_files(study: str | Study, root: Path, plan: dict[str, Any], profile: str = "cpu") -> dict[Path, str]:

@@ -13,7 +13,8 @@ from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, ArmName, Protocol, StrictModel, display_path, load_yaml_model
 from negotiation.study._layout import registry_dir
 
-__all__ = ["ADDED_ARMS_FILE", "AddedArm", "AddedArms", "added_arms_document", "added_arms_path", "arm_problems",
+__all__ = ["ADDED_ARMS_FILE", "AddedArm", "AddedArms", "added_arms_document", "added_arms_path", "arm_entry_as_written",
+           "arm_problems",
            "load_added_arms", "merge_arms", "resolve_read_step", "unknown_names"]
 
 ADDED_ARMS_FILE = "arms.yaml"
@@ -67,6 +68,17 @@ def added_arms_document(path: Path, shown: str) -> tuple[str | None, dict[str, A
     if not isinstance(data, dict) or not isinstance(data.get("added_arms") or {}, dict):
         raise ConfigError(f"{shown}:added_arms: not a mapping; fix the file before adding an arm")
     return text, data
+
+
+def arm_entry_as_written(root: Path, params_file: str, params_key: str, cache: dict[str, Any]) -> Any:
+    """An arm's entry as its arms file holds it (``protocol/<study>/arms.yaml`` or the registry's),
+    for generated files that copy it verbatim; ``cache`` holds each file read once."""
+    if params_file not in cache:
+        cache[params_file] = yaml.safe_load((Path(root) / params_file).read_text(encoding="utf-8"))
+    node = cache[params_file]
+    for part in params_key.split("."):
+        node = node[part]
+    return node
 
 
 def merge_arms(frozen: Mapping[str, Arm], added: Mapping[str, AddedArm], *, frozen_file: str,
