@@ -39,8 +39,7 @@ def _count(loads: list, *args: str, codes: tuple[int, ...] = (0,)) -> int:
 
 
 def _commands(tables: Path, tmp: Path, root: Path) -> list[tuple[str, ...]]:
-    episodes = [str(next((tables / "evaluate" / arm).glob("episodes.parquet"))) for arm in ("ref_conceder",
-                                                                                         "ref_boulware")]
+    episodes = [str(tables / "evaluate" / arm / "episodes.parquet") for arm in ("ref_conceder", "ref_boulware")]
     return [
         ("evaluate", "--seller", "scripted:boulware", "--domains", "used_car", "--seeds", "5000000:5000001",
          "--no-pilot", "--out", str(tmp / "eval"), "--study", "demo"),
@@ -90,3 +89,29 @@ def test_every_command_loads_the_study_once(tables, tmp_path, root, loads, monke
 
 def test_the_exceptions_load_nothing(loads):
     assert {args: _count(loads, *args) for args in EXCEPTIONS} == dict.fromkeys(EXCEPTIONS, 0)
+
+
+COUNTED_IN_TEST_LOAD_ONCE = {("status",), ("audit",), ("validate",), ("protocol", "verify"), ("play",)}
+
+
+def _study_commands(command, path: tuple[str, ...], ctx) -> set[tuple[str, ...]]:
+    """Every command under ``command`` with a ``study`` argument or option, as its path."""
+    if hasattr(command, "list_commands"):
+        found = set()
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            found |= _study_commands(sub, (*path, name), sub.context_class(sub, parent=ctx))
+        return found
+    return {path} if any(p.name == "study" for p in command.params) else set()
+
+
+def test_every_study_command_is_counted_somewhere(tmp_path):
+    """A new command taking a study joins one of the lists above (or test_load_once.py's)."""
+    import typer.main
+
+    from negotiation.cli import app
+
+    group = typer.main.get_command(app)
+    listed = {args[:2] if args[0] in ("deviation", "protocol", "pipeline") else args[:1]
+              for args in [*_commands(tmp_path, tmp_path, tmp_path), *EXCEPTIONS]}
+    assert _study_commands(group, (), group.context_class(group)) == listed | COUNTED_IN_TEST_LOAD_ONCE
