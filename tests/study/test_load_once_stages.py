@@ -93,3 +93,14 @@ def test_track_and_report_load_once(stage_env, stage, loads, monkeypatch):
                         lambda protocol, **kw: bootstrap(protocol, **{**kw, "resamples": 100}))
     _once(loads, stage, "report", "--study", "demo", "--results", str(synthetic), "--out", f"{synthetic}/report",
           "--seed", "0", "--viewer-episodes", "20")
+
+
+COUNTED = {"scenarios", "select_arm", "pilot", "evaluate", "validate", "analyze", "audit",  # test_load_once.py
+           "tokenizer", "init", "train", "track", "report"}  # this file
+
+
+def test_every_stage_script_is_counted():
+    """A new stage script joins a counting test (its load through ``stage_main``, once)."""
+    from tests.study.conftest import REPO
+
+    assert {path.stem for path in (REPO / "pipelines").glob("*.py")} == COUNTED
