@@ -15,7 +15,8 @@ from pathlib import Path
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, ArmMatrix, Protocol, display_path, load_yaml_model
-from negotiation.study._arms import AddedArm, added_arms_path, arm_problems, merge_arms, resolve_read_step, unknown_names
+from negotiation.study._arms import (AddedArm, added_arms_path, arm_problems, merge_arms, resolve_read_step,
+                                     unknown_names)
 from negotiation.study._continuations import (
     Branch,
     ContinuationEntry,

@@ -104,7 +104,7 @@ ALLOWED = {
     "negotiation/study": "the study's loaders", "negotiation/protocol": "the protocol's loaders",
     "negotiation/registry/_audit.py": "the registry alone when the study does not load (its findings still count)",
     "negotiation/registry/_checks_declared.py": "names the lock file in the lock finding (no read)",
-    "negotiation/cli/_config.py": "light commands (nego scenario, score, domain export) read the environment section alone",
+    "negotiation/cli/_config.py": "light commands (scenario, score, domain export) read the environment section alone",
 }
 SCANNED = ("negotiation", "pipelines", "scripts", "benchmarks")
 
