@@ -31,10 +31,13 @@ def plan_command(
     pipelines/STUDY/dvc.yaml) and per arm pipelines/STUDY/arms/ARM/dvc.yaml and params.yaml, each
     stage's code deps derived from its script's imports; with --check, fail when one is not current
     (naming each stage's missing/extra dep) or an arm folder holds no planned arm."""
-    files = [(str(path), current) for path, current in write_plan(study, root, check=check)]
+    from negotiation.study import load_study
+
+    loaded = load_study(study, root)
+    files = [(str(path), current) for path, current in write_plan(loaded, check=check)]
     stale = [path for path, current in files if not current]
     if as_json:
-        problems = stale_code_deps(study, root) if stale and check else []
+        problems = stale_code_deps(loaded) if stale and check else []
         # current: the file holds what was derived (without --check: after writing it, so always)
         print_json({"study": study, "check": check, "files": [{"path": p, "current": c} for p, c in files],
                     "stale": stale, "problems": problems})
@@ -43,7 +46,7 @@ def plan_command(
         return
     _print_files(files, check)
     if stale:
-        for problem in stale_code_deps(study, root):
+        for problem in stale_code_deps(loaded):
             typer.echo(problem, err=True)
         typer.echo(f"run `nego pipeline plan {study}` and commit the result", err=True)
         raise typer.Exit(1)

@@ -109,9 +109,10 @@ def new_command(
     if add_arm is None and (like or setting):
         raise exit_with(f"--{'like' if like else 'set'}: only with --add-arm NAME", EXIT_INPUT)
     try:
-        fields = arm_fields(load_study(study, root), like, setting) if add_arm is not None else None
+        loaded = load_study(study, root)
+        fields = arm_fields(loaded, like, setting) if add_arm is not None else None
         path = new_deviation(
-            study, category=category, title=title, what_changed=what, why=why, expected_impact=impact,
+            loaded, category=category, title=title, what_changed=what, why=why, expected_impact=impact,
             arms=arm, cells=[parse_cell(c) for c in cell], all_arms=all_arms, supersedes=supersedes,
             source=source, root=root, add_arm=add_arm, arm=fields,
         )

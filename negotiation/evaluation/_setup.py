@@ -41,10 +41,19 @@ def agent_factory(protocol: Any, *, retry: RetryPolicy, max_concurrency: int,
         sampling_role = seller_sampling if role == "seller" and seller_sampling else \
             default_sampling_role(spec.kind, role)  # type: ignore[arg-type]
         settings = llm_settings(protocol, sampling_role, retry=retry, max_concurrency=max_concurrency)
-        extra = {"serve": serve} if kind.served else {}
+        extra = {"serve": serve if serve is not None else _spec_serve(spec, protocol)} if kind.served else {}
         return kind_factory(kind, spec_text)(spec, role, settings, **extra)
 
     return build
+
+
+def _spec_serve(spec: Any, protocol: Any) -> ServeSettings | None:
+    """A served spec's ``size=`` settings from the caller's protocol when the spec's study (default
+    ``paper``, as the agent layer reads it) is that protocol's, so the study is not loaded again."""
+    size = spec.option("size", None)
+    if size is None or spec.option("study", "paper") != protocol.study:
+        return None
+    return ServeSettings.from_protocol(protocol, size)
 
 
 MAX_SEED = 2**63

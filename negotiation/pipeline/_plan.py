@@ -19,7 +19,7 @@ import yaml
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm
-from negotiation.study import Branch, ResultsLayout, Study, load_study
+from negotiation.study import Branch, ResultsLayout, Study, as_study
 from negotiation.pipeline._layout import ARMS, PARAMS, arm_dir, pipeline_dir
 
 PLAN_VERSION = 1
@@ -136,7 +136,7 @@ def _profile_arms(study: Study, profile: str) -> dict[str, Arm]:
 def build_plan(study: str | Study, root: Path | None = None, *, profile: str = "cpu") -> dict[str, Any]:
     """The plan mapping of ``study``'s ``profile`` (a name, or a loaded ``Study`` so nothing is read
     again; see module docstring and ``PROFILES``)."""
-    study = study if isinstance(study, Study) else load_study(study, root)
+    study = as_study(study, root)
     if profile not in profiles(study):
         raise ConfigError(f"--profile:{profile}: study {study.name!r} has the profiles {list(profiles(study))}")
     arms = _profile_arms(study, profile)
@@ -174,7 +174,7 @@ def _sync(path: Path, text: str, check: bool) -> bool:
 def _derived(study: Study, profile: str) -> dict[Path, str]:
     from negotiation.pipeline._studyfile import derive_files
 
-    return derive_files(study.name, study.root, build_plan(study, profile=profile)["plan"], profile)
+    return derive_files(study, study.root, build_plan(study, profile=profile)["plan"], profile)
 
 
 def _orphans(study: Study, profile: str, planned: dict[Path, str]) -> list[Path]:
@@ -195,16 +195,16 @@ def _remove_orphan(folder: Path) -> None:
         folder.rmdir()
 
 
-def write_plan(study: str, root: Path | None = None, *, check: bool = False) -> list[tuple[Path, bool]]:
+def write_plan(study: str | Study, root: Path | None = None, *, check: bool = False) -> list[tuple[Path, bool]]:
     """Write (or with ``check`` compare) each profile's plan file and DVC files: the study file (the
     top-level ``dvc.yaml`` for the default study, ``pipelines/<study>/dvc.yaml`` for another,
     ``pipelines/<study>/gpu/dvc.yaml`` for a GPU profile) and per arm ``arms/<arm>/dvc.yaml`` and
     ``params.yaml``; return ``(path, up_to_date)`` for each. An arm folder no arm is planned for is
     an orphan: listed as ``(folder, False)`` with ``check``, else its generated files are removed."""
-    study_obj = load_study(study, root)
+    study_obj = as_study(study, root)
     results = []
     for profile in profiles(study_obj):
-        path = plan_path(study, study_obj.root, profile)
+        path = plan_path(study_obj.name, study_obj.root, profile)
         results.append((path, _sync(path, render_plan(build_plan(study_obj, profile=profile)), check)))
         derived = _derived(study_obj, profile)
         for rel, text in derived.items():
@@ -218,13 +218,13 @@ def write_plan(study: str, root: Path | None = None, *, check: bool = False) -> 
     return results
 
 
-def stale_code_deps(study: str, root: Path | None = None) -> list[str]:
+def stale_code_deps(study: str | Study, root: Path | None = None) -> list[str]:
     """Each stage of the study's committed DVC files whose code deps differ from its derived
     ones, as ``<file>: stage <name>: missing|extra dep <path>`` lines (empty when current); an
     orphan arm folder as ``<folder>: orphan arm folder (no planned arm)``."""
     from negotiation.pipeline._studyfile import TOP_LEVEL, code_dep_problems
 
-    study_obj = load_study(study, root)
+    study_obj = as_study(study, root)
     problems: list[str] = []
     for profile in profiles(study_obj):
         derived = _derived(study_obj, profile)

@@ -22,12 +22,15 @@ import copy
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from negotiation.pipeline._deps import PACKAGE, ImportClosure, compress
 from negotiation.pipeline._layout import ARMS, PARAMS, arm_dir, pipeline_dir
+
+if TYPE_CHECKING:
+    from negotiation.study import Study
 
 DEFAULT_STUDY = "demo"
 TOP_LEVEL = "dvc.yaml"
@@ -133,16 +136,19 @@ def _undeclare_metrics(stage: dict[str, Any]) -> None:
     body.setdefault("outs", []).extend(body.pop("metrics", []))
 
 
-def template_graph(study: str, root: Path, profile: str = "cpu") -> dict[str, Any]:
+def template_graph(study: str | Study, root: Path, profile: str = "cpu") -> dict[str, Any]:
     """``pipelines/stages.yaml`` as the study's profile runs it: the ladder's tokenizer stage where
     the protocol has one, derived code deps, the GPU profile's persistence and descriptions; only
     the default study declares metrics and plots (DVC collects those of every ``dvc.yaml``, so
     another study's, absent until it runs, would make ``dvc metrics show`` report "failed to load";
-    they stay outputs: show them with an explicit path, docs/pipeline.md)."""
-    from negotiation.study import load_study
+    they stay outputs: show them with an explicit path, docs/pipeline.md). A loaded ``Study`` is
+    not read again."""
+    from negotiation.study import as_study
 
+    loaded = as_study(study, root)
+    study = loaded.name
     graph = yaml.safe_load((Path(root) / TEMPLATE).read_text(encoding="utf-8"))
-    if load_study(study, root).protocol.tokenizer is not None:
+    if loaded.protocol.tokenizer is not None:
         _add_ladder(graph)
     set_code_deps(graph, root)
     if profile == "gpu":
@@ -164,18 +170,16 @@ def _owner(run: dict[str, Any]) -> str:
 
 def _arm_entry(root: Path, arm: dict[str, Any], cache: dict[str, Any]) -> Any:
     """The arm's entry as its arms file holds it (frozen: the protocol's; added: the registry's)."""
-    if arm["params_file"] not in cache:
-        cache[arm["params_file"]] = yaml.safe_load((Path(root) / arm["params_file"]).read_text(encoding="utf-8"))
-    node = cache[arm["params_file"]]
-    for part in arm["params_key"].split("."):
-        node = node[part]
-    return node
+    from negotiation.study import arm_entry_as_written
+
+    return arm_entry_as_written(root, arm["params_file"], arm["params_key"], cache)
 
 
-def derive_files(study: str, root: Path, plan: dict[str, Any], profile: str = "cpu") -> dict[Path, str]:
+def derive_files(study: str | Study, root: Path, plan: dict[str, Any], profile: str = "cpu") -> dict[Path, str]:
     """Every generated DVC file of the study's profile (root-relative path -> text): the study file,
     and per planned arm its ``dvc.yaml`` and ``params.yaml``. ``plan`` is ``build_plan(...)["plan"]``."""
     graph = template_graph(study, root, profile)
+    study = getattr(study, "name", study)
     gpu, demo = profile == "gpu", study == DEFAULT_STUDY and profile != "gpu"
     plan_name = f"{study}-gpu" if gpu else study
     study_file = study_pipeline_path(study, Path(), profile)

@@ -183,7 +183,7 @@ def _train_with_nemo(study: Study, run: str, branch_step: int | None) -> dict[st
 
     require_backend()  # raises BackendUnavailableError listing nemo_rl, ray, GPUs, ...
     config, _ = write_run_config(study, run, use_tokenizer=False, parent_step=branch_step)
-    launch_training(config)
+    launch_training(config, study=study)
     return {"run": run, "config": str(config)}
 
 

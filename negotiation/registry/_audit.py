@@ -48,21 +48,15 @@ class AuditReport(StrictModel):
 
 
 def _load_context(study: str | Study, root: Path, results_dir: Path) -> AuditContext:
-    """The checks' inputs: the study as loaded (once); when it does not load, its registry alone,
-    so the registry's own findings are still reported."""
-    loaded, error = study if isinstance(study, Study) else None, None
-    name = loaded.name if loaded else str(study)
-    if loaded is None:
-        try:
-            loaded = load_study(name, root)
-        except ConfigError as exc:
-            error = str(exc)
-    registry = loaded.registry if loaded else load_registry(name, root)
-    ctx = AuditContext(name, root, registry, ResultsLayout(results_dir), loaded, error)
-    lock, ctx.lock_issues = checked_lock(loaded or name, root)
-    if lock is not None and not ctx.lock_issues:
-        ctx.lock_hash = lock.protocol_hash
-    return ctx
+    """The checks' inputs: the study as loaded (once); when it does not load, its registry and
+    lock alone, so their own findings are still reported."""
+    if isinstance(study, Study):
+        return AuditContext(ResultsLayout(results_dir), study)
+    try:
+        return AuditContext(ResultsLayout(results_dir), load_study(study, root))
+    except ConfigError as exc:
+        return AuditContext(ResultsLayout(results_dir), None, str(exc), load_registry(study, root),
+                            checked_lock(study, root))
 
 
 def _run_check(check: Check, ctx: AuditContext) -> list[Finding]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Literal
 
 from negotiation.protocol import Arm, StrictModel
-from negotiation.study import Branch, Registry, ResultsLayout, Study, continuation_branches, continuation_problems
+from negotiation.study import (Branch, Lock, Registry, ResultsLayout, Study, continuation_branches,
+                              continuation_problems)
 
 __all__ = ["AuditContext", "Check", "CheckFn", "Finding", "Status", "cover"]
 
@@ -29,16 +30,40 @@ class Finding(StrictModel):
 
 @dataclass
 class AuditContext:
-    """What the checks read, loaded once."""
+    """What the checks read: the loaded ``Study`` (name, root, registry, lock: read once, as every
+    stage reads them) and the results layout. When the study does not load, ``study_error`` says
+    why and the registry and lock are read alone, so their own findings are still reported."""
 
-    study_name: str
-    root: Path
-    registry: Registry
     layout: ResultsLayout
     study: Study | None = None
     study_error: str | None = None
-    lock_issues: list[str] = field(default_factory=list)
-    lock_hash: str | None = None
+    registry_alone: Registry | None = None
+    """``registry/<study>/`` read alone, when the study did not load."""
+    lock_alone: tuple[Lock | None, list[str]] = (None, [])
+    """``checked_lock`` of the study's name, when it did not load."""
+
+    @property
+    def registry(self) -> Registry:
+        return self.study.registry if self.study else self.registry_alone
+
+    @property
+    def study_name(self) -> str:
+        return self.registry.study
+
+    @property
+    def root(self) -> Path:
+        return self.registry.root
+
+    @property
+    def lock_issues(self) -> list[str]:
+        """Every difference between the lock and the frozen files."""
+        return (self.study.lock_state if self.study else self.lock_alone)[1]
+
+    @property
+    def lock_hash(self) -> str | None:
+        """The verified protocol hash; None when the lock is missing or differs."""
+        lock, issues = self.study.lock_state if self.study else self.lock_alone
+        return lock.protocol_hash if lock is not None and not issues else None
 
     def planned_arms(self) -> dict[str, Arm]:
         """Every arm of the study (``Study.arms``: frozen, then added); none when it did not load."""

@@ -11,8 +11,7 @@ from pydantic import ValidationError
 
 from negotiation.errors import ConfigError, format_validation_error
 from negotiation.protocol import display_path
-from negotiation.study import default_root, load_study, registry_dir
-from negotiation.study import FILE_NAME, Cell, Deviation, append_to_index, deviation_filename, load_registry
+from negotiation.study import FILE_NAME, Cell, Deviation, Study, append_to_index, as_study, deviation_filename
 from negotiation.registry._scaffold_arm import ArmDraft, draft_added_arm
 
 __all__ = ["new_deviation", "parse_cell"]
@@ -33,10 +32,9 @@ def _next_id(folder: Path) -> int:
     return max(numbers, default=0) + 1
 
 
-def _check_names(study: str, root: Path, entry: Deviation, target: str, adding: str | None) -> None:
+def _check_names(loaded: Study, entry: Deviation, target: str, adding: str | None) -> None:
     """Every arm, buyer and domain the entry names exists in the study, as the audit checks
     (``deviation_arms``): the log is append-only, so a typo written is a typo kept."""
-    loaded = load_study(study, root)
     planned = set(loaded.arms) | ({adding} if adding else set())
     unknown = sorted(entry.named_arms() - planned)
     if unknown:
@@ -52,7 +50,7 @@ def _check_names(study: str, root: Path, entry: Deviation, target: str, adding: 
 
 
 def new_deviation(
-    study: str,
+    study: str | Study,
     *,
     category: str,
     title: str,
@@ -74,14 +72,16 @@ def new_deviation(
     With ``add_arm``, the entry (category ``arm_added``) also adds that arm, with the fields
     ``arm`` (``arm_fields``), to ``registry/<study>/arms.yaml``, citing the new entry. Entry and
     arm are validated (schema, arms named, superseded entry present, the arm's size, read point
-    and run) before anything is written, so neither file is ever half made.
+    and run) before anything is written, so neither file is ever half made. A loaded ``study`` (the
+    command's) is not read again.
     """
-    root = Path(root or default_root())
+    loaded = as_study(study, root)
+    root = loaded.root
     if add_arm is not None:
         if category != "arm_added":
             raise ConfigError(f"--category:{category}: an added arm is covered by an arm_added entry")
         arms = [*arms, add_arm] if add_arm not in arms else list(arms)
-    folder = registry_dir(study, root) / "deviations"
+    folder = loaded.registry.dir / "deviations"
     entry_id = _next_id(folder)
     path = folder / deviation_filename(entry_id, title)
     target = display_path(path, root)
@@ -95,12 +95,12 @@ def new_deviation(
         entry = Deviation.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(target, exc)) from exc
-    _check_names(study, root, entry, target, add_arm)
-    if supersedes is not None and supersedes not in load_registry(study, root).deviations.entries:
+    _check_names(loaded, entry, target, add_arm)
+    if supersedes is not None and supersedes not in loaded.deviations.entries:
         raise ConfigError(f"{target}:supersedes: no valid entry {supersedes} in {display_path(folder, root)}")
     draft: ArmDraft | None = None
     if add_arm is not None:
-        draft = draft_added_arm(load_study(study, root), add_arm, arm or {}, entry_id)
+        draft = draft_added_arm(loaded, add_arm, arm or {}, entry_id)
     folder.mkdir(parents=True, exist_ok=True)
     body = {k: v for k, v in data.items() if v not in (None, [], False)}
     with path.open("x", encoding="utf-8") as handle:  # "x": never overwrite an entry

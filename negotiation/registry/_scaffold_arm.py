@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from negotiation._atomic import write_atomic
 from negotiation.errors import ConfigError, format_validation_error
 from negotiation.protocol import display_path
-from negotiation.study import AddedArms, Study, added_arms_path, arm_problems
+from negotiation.study import AddedArms, Study, added_arms_document, added_arms_path, arm_problems
 
 __all__ = ["ArmDraft", "arm_fields", "draft_added_arm"]
 
@@ -59,12 +59,9 @@ class ArmDraft:
 
 
 def _current(study: Study, path: Path, shown: str) -> tuple[str, dict[str, Any]]:
-    if not path.exists():
+    text, data = added_arms_document(path, shown)
+    if text is None:
         return HEADER.format(study=study.name) + f"version: 1\nstudy: {study.name}\nadded_arms: {{}}\n", {}
-    text = path.read_text(encoding="utf-8")
-    data = yaml.safe_load(text) or {}
-    if not isinstance(data, dict) or not isinstance(data.get("added_arms") or {}, dict):
-        raise ConfigError(f"{shown}:added_arms: not a mapping; fix the file before adding an arm")
     return text, data
 
 

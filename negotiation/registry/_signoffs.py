@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from negotiation.errors import ConfigError
-from negotiation.study import SignOff, Study, registry_dir
+from negotiation.study import SignOff, Study
 
 __all__ = ["SignoffError", "record_signoff"]
 
@@ -31,7 +31,7 @@ def record_signoff(study: Study, arm: str, *, reader: str, verdict: str, transcr
     """Write ``registry/<study>/signoffs/<arm>.yaml`` (replacing an earlier sign-off of the arm)."""
     if arm not in study.arms:
         raise SignoffError("signoff", "arm", f"{arm!r} is not an arm of study {study.name!r}")
-    path = registry_dir(study.name, study.root) / "signoffs" / f"{arm}.yaml"
+    path = study.registry.dir / "signoffs" / f"{arm}.yaml"
     try:
         record = SignOff(version=1, arm=arm, reader=reader, date=date, transcripts_read=transcripts,
                          domain_families=families, verdict=verdict, notes=notes)

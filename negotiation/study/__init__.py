@@ -6,7 +6,17 @@ the study through it: ``load_study`` (called once per process; the only reader o
 ``ResultsLayout`` (every results path), the records each stage writes, and the lock.
 """
 
-from negotiation.study._arms import AddedArm, AddedArms, added_arms_path, load_added_arms, merge_arms
+from negotiation.study._arms import (
+    AddedArm,
+    AddedArms,
+    added_arms_document,
+    added_arms_path,
+    arm_entry_as_written,
+    arm_problems,
+    load_added_arms,
+    merge_arms,
+    resolve_read_step,
+)
 from negotiation.study._continuations import (
     Branch,
     ContinuationEntry,
@@ -44,7 +54,7 @@ from negotiation.study._records import (
     gate_passes,
     write_record,
 )
-from negotiation.study._study import Study, arm_problems, as_study, load_study, resolve_read_step
+from negotiation.study._study import Study, as_study, load_study
 
 __all__ = [
     "CATEGORIES", "FILE_NAME", "INDEX_FILE", "Cell", "Deviation", "DeviationIndex", "DeviationLog", "Registry",
@@ -55,7 +65,8 @@ __all__ = [
     "ModelPrice", "TokenPrices", "load_token_prices", "spec_model",
     "RESULTS_ROOT", "AddedArm", "AddedArms", "Branch", "ContinuationEntry", "Continuations", "ContrastResult",
     "ContrastSpec", "Interval", "Lock", "LockError", "PilotCell", "PilotRecord", "ResultsLayout", "SamplingRecord",
-    "SamplingUse", "SelectionRecord", "Study", "added_arms_path", "arm_problems", "as_study", "checked_lock",
+    "SamplingUse", "SelectionRecord", "Study", "added_arms_document", "added_arms_path", "arm_entry_as_written",
+    "arm_problems", "as_study", "checked_lock",
     "continuation_branches", "continuation_problems", "continuations_path", "default_root", "freeze", "gate_passes",
     "load_added_arms", "load_continuations", "load_study", "lock_problems", "merge_arms", "protocol_hash",
     "registry_dir", "resolve_read_step", "results_dir", "study_dir", "verify", "write_record",

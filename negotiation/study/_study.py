@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Mapping
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import Arm, ArmMatrix, Protocol, display_path, load_yaml_model
-from negotiation.study._arms import AddedArm, added_arms_path, merge_arms
+from negotiation.study._arms import (AddedArm, added_arms_path, arm_problems, merge_arms, resolve_read_step,
+                                     unknown_names)
 from negotiation.study._continuations import (
     Branch,
     ContinuationEntry,
@@ -30,77 +30,10 @@ from negotiation.study._layout import ResultsLayout, default_root, results_dir, 
 from negotiation.study._lockfile import LOCK_FILE, LockError, lock_file_problems
 from negotiation.study._registry import Registry, SignOff, load_registry
 
-__all__ = ["Study", "arm_problems", "as_study", "load_study", "resolve_read_step"]
+__all__ = ["Study", "as_study", "load_study"]
 
 PROTOCOL_FILE = "protocol.yaml"
 ARMS_FILE = "arms.yaml"
-
-
-def resolve_read_step(protocol: Protocol, arm: Arm) -> int:
-    """Combined optimizer step a trained arm is read at, by its read point or explicit step."""
-    if arm.read_step is not None:
-        return arm.read_step
-    if arm.read_point is None:
-        raise ValueError(f"arm of kind {arm.kind!r} has no read point")
-    return protocol.recipe_for(arm.size).read_points[arm.read_point]
-
-
-def _run_problems(key: str, arm: Arm, runs: Mapping[str, Arm], protocol: Protocol) -> list[tuple[str, str]]:
-    problems = []
-    owner = runs[arm.run]
-    for field in ("size", "lr_multiple", "parent_run"):
-        if getattr(owner, field) != getattr(arm, field):
-            problems.append((f"{key}.{field}", f"{getattr(arm, field)!r} differs from another arm of run "
-                             f"{arm.run!r} ({getattr(owner, field)!r})"))
-    if arm.parent_run is not None:
-        # A parent run no arm reads is an initial run trained only to be continued (the paper's
-        # frozen matrix reads the continuations alone), so an unknown name is not an error.
-        parent = runs.get(arm.parent_run)
-        if parent is not None and parent.parent_run is not None:
-            problems.append((f"{key}.parent_run", f"run {arm.parent_run!r} is itself a continuation"))
-        elif parent is not None and (parent.size, parent.lr_multiple) != (arm.size, arm.lr_multiple):
-            problems.append((f"{key}.parent_run", f"run {arm.parent_run!r} has another size or lr_multiple"))
-    recipe = protocol.recipe_for(arm.size) if arm.size in protocol.sizes else protocol.training
-    planned = recipe.combined_steps if arm.parent_run else recipe.initial_steps
-    step = resolve_read_step(protocol, arm)
-    if step > planned or step % recipe.checkpoint_every:
-        problems.append((f"{key}.read_step" if arm.read_step is not None else f"{key}.read_point",
-                         f"reads combined step {step}, not a checkpoint (every "
-                         f"{recipe.checkpoint_every}) of a run planned for {planned} steps"))
-    return problems
-
-
-def unknown_names(protocol: Protocol, name: str, arm: Arm, section: str = "arms") -> list[tuple[str, str]]:
-    """``(key, reason)`` when ``arm`` names a size or read point the protocol does not define:
-    an arm no reader can resolve (its read step is a look-up in the size's recipe)."""
-    if arm.size is not None and arm.size not in protocol.sizes:
-        return [(f"{section}.{name}.size", f"unknown size {arm.size!r}; known: {sorted(protocol.sizes)}")]
-    points = protocol.recipe_for(arm.size).read_points if arm.size is not None else protocol.training.read_points
-    if arm.read_point is not None and arm.read_point not in points:
-        return [(f"{section}.{name}.read_point", f"unknown read point {arm.read_point!r}; known: {sorted(points)}")]
-    return []
-
-
-def arm_problems(
-    protocol: Protocol, arms: Mapping[str, Arm], *, other_arms: Mapping[str, Arm] | None = None,
-    section: str = "arms",
-) -> list[tuple[str, str]]:
-    """``(key, reason)`` for arms whose size, read point or run does not match the protocol.
-
-    ``other_arms`` (the frozen matrix, when checking added arms) supply runs that ``arms`` may
-    continue or share; ``section`` is the file's top-level key the arms sit under.
-    """
-    problems: list[tuple[str, str]] = []
-    runs: dict[str, Arm] = {}
-    for arm in list((other_arms or {}).values()) + list(arms.values()):
-        if arm.run is not None:
-            runs.setdefault(arm.run, arm)
-    for name, arm in arms.items():
-        unknown = unknown_names(protocol, name, arm, section)
-        problems.extend(unknown)
-        if arm.kind == "trained" and not unknown:
-            problems.extend(_run_problems(f"{section}.{name}", arm, runs, protocol))
-    return problems
 
 
 @dataclass(frozen=True)
@@ -183,9 +116,14 @@ class Study:
         return load_learning(self.protocol, self.root)
 
     @cached_property
+    def lock_state(self):
+        """The lock (or None) and every difference between it and the frozen files, read once."""
+        return lock_file_problems(self.name, self.root, self.lock_coverage)
+
+    @cached_property
     def lock_hash(self) -> str:
         """The verified protocol hash every run records; ``LockError`` when the frozen files changed."""
-        lock, problems = lock_file_problems(self.name, self.root, self.lock_coverage)
+        lock, problems = self.lock_state
         if problems or lock is None:
             raise LockError("\n".join(problems))
         return lock.protocol_hash

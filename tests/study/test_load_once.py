@@ -2,78 +2,35 @@
 passes the ``Study`` down (issue 29), and no module outside ``negotiation.study`` (and the protocol
 loaders it uses) reads ``protocol/<study>/`` or ``registry/<study>/`` files.
 
-The counter wraps ``load_study`` where it is defined and in every module that bound it at import
-(``from negotiation.study import load_study`` at module level); imports inside functions read the
-package's attribute, which is wrapped too. Stages run in-process through their own scripts'
-``main()`` (``stage_main``), on the demo study's reference arms and synthetic tables.
+The counter (``loads``, tests/study/conftest.py) wraps every binding of ``load_study``. Stages run
+in-process through their own scripts' ``main()`` (``stage_main``), on the demo study's reference
+arms and synthetic tables.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 import negotiation.study
-import negotiation.study._study as study_module
 
 REPO = Path(__file__).resolve().parents[2]
 ARM = "ref_conceder"  # a scripted reference arm: selected, gated and evaluated without training
 
 
-@pytest.fixture
-def loads(monkeypatch) -> list[tuple[str, ...]]:
-    """Every ``load_study`` call from now on, as its arguments."""
-    original = study_module.load_study
-    calls: list[tuple[str, ...]] = []
-
-    def counted(*args: Any, **kwargs: Any):
-        calls.append(tuple(map(str, args)))
-        return original(*args, **kwargs)
-
-    counted.counts_loads = True  # a module imported while an earlier test counted holds that test's wrapper
-    for name, module in list(sys.modules.items()):
-        if not name.startswith(("negotiation", "tests", "benchmarks", "_stage_")):
-            continue  # only our modules bind it (a torch namespace raises on any unknown attribute)
-        bound = getattr(module, "load_study", None)
-        if bound is original or getattr(bound, "counts_loads", False):
-            monkeypatch.setattr(module, "load_study", counted)
-    return calls
-
-
-def _stage(monkeypatch, script: str, *args: str) -> None:
-    """``python pipelines/<script>.py ARGS`` in this process (its ``main``, so its ``stage_main``)."""
-    spec = importlib.util.spec_from_file_location(f"_stage_{script}", REPO / "pipelines" / f"{script}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    monkeypatch.setattr(sys, "argv", [f"{script}.py", *args])
-    module.main()
-
-
-@pytest.fixture
-def stage_env(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
-    monkeypatch.setenv("NEGO_EVAL_CONCURRENCY", "8")
-    return tmp_path / "results"
-
-
-def test_the_arm_stages_load_the_study_once_each(stage_env, monkeypatch, loads, capsys):
+def test_the_arm_stages_load_the_study_once_each(stage_env, stage, loads):
     results = str(stage_env)
     for script, args in (("scenarios", ["--out", f"{results}/scenarios"]),
                          ("select_arm", ["--arm", ARM, "--results", results]),
                          ("pilot", ["--arm", ARM, "--results", results]),
                          ("evaluate", ["--arm", ARM, "--results", results, "--metrics", f"{results}/m.json"])):
         before = len(loads)
-        _stage(monkeypatch, script, "--study", "demo", *args)
+        stage(script, "--study", "demo", *args)
         assert (script, len(loads) - before) == (script, 1), loads[before:]
     assert (stage_env / "evaluate" / ARM / "episodes.parquet").is_file()
 
 
-def test_the_study_stages_load_the_study_once_each(stage_env, monkeypatch, loads):
+def test_the_study_stages_load_the_study_once_each(stage_env, stage, monkeypatch, loads):
     from negotiation.analysis import write_synthetic_results
     import negotiation.pipeline._analysis as analysis_stage
 
@@ -88,7 +45,7 @@ def test_the_study_stages_load_the_study_once_each(stage_env, monkeypatch, loads
                          ("audit", ["--results", str(results), "--out", f"{results}/audit.json"])):
         before = len(loads)
         try:
-            _stage(monkeypatch, script, "--study", "demo", *args)
+            stage(script, "--study", "demo", *args)
         except SystemExit:  # the audit of synthetic tables fails (no selection records); loaded once all the same
             assert script == "audit"
         assert (script, len(loads) - before) == (script, 1), loads[before:]
@@ -146,16 +103,8 @@ LOADERS = {"load_registry", "load_deviation_log", "load_added_arms", "load_conti
 ALLOWED = {
     "negotiation/study": "the study's loaders", "negotiation/protocol": "the protocol's loaders",
     "negotiation/registry/_audit.py": "the registry alone when the study does not load (its findings still count)",
-    "negotiation/registry/_scaffold.py": "nego deviation new: writes the registry, reading the next id",
-    "negotiation/registry/_scaffold_arm.py": "nego deviation new --add-arm: writes registry/<study>/arms.yaml",
-    "negotiation/registry/_signoffs.py": "nego signoff: writes registry/<study>/signoffs/<arm>.yaml",
     "negotiation/registry/_checks_declared.py": "names the lock file in the lock finding (no read)",
-    "negotiation/registry/_entries.py": "the audit's git-history check of sign-offs",
-    "negotiation/registry/_deviation_index.py": "the audit's git-history check of the index",
-    "negotiation/cli/_config.py": "light commands (nego scenario, score) read the environment section alone",
-    "negotiation/cli/_registry_cmds.py": "nego deviation check-index: compares the index with git",
-    "negotiation/pipeline/_plan.py": "the plan generator (another change owns it)",
-    "negotiation/pipeline/_studyfile.py": "the plan generator (another change owns it)",
+    "negotiation/cli/_config.py": "light commands (scenario, score, domain export) read the environment section alone",
 }
 SCANNED = ("negotiation", "pipelines", "scripts", "benchmarks")
 
@@ -195,3 +144,15 @@ def test_no_module_outside_the_study_reads_study_files():
                 offenders[rel] = reads
     assert offenders == {}, "read the study through load_study (one Study per process):\n" + "\n".join(
         f"{rel}: {reads}" for rel, reads in offenders.items())
+
+
+def test_a_served_seller_of_the_callers_study_reads_its_protocol(loads):
+    """``nego play``/``evaluate`` with a ``vllm:...?size=`` seller serve it from the command's
+    protocol, not from the spec's study loaded again."""
+    from negotiation.agents import RetryPolicy
+    from negotiation.evaluation import agent_factory
+
+    study = negotiation.study.load_study("paper")
+    seller = agent_factory(study.protocol, retry=RetryPolicy(), max_concurrency=1)(
+        "vllm:/models/x?size=31b&executable=/bin/true", "seller")
+    assert len(loads) == 1 and seller is not None

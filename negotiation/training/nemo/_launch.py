@@ -19,7 +19,7 @@ import yaml
 
 from negotiation.env import prompt_hash
 from negotiation.errors import ConfigError
-from negotiation.study import load_study
+from negotiation.study import Study, load_study
 from negotiation.tracking import git_commit
 from negotiation.training.nemo._backend import import_backend, require_backend
 from negotiation.training.nemo._config import BASE_CONFIG, stop_token_ids
@@ -157,11 +157,12 @@ def _resuming(config_path: Path, nemo: dict[str, Any], resume: bool) -> bool:
     return bool(found)
 
 
-def _checked(config_path: Path, root: Path | None, resume: bool) -> tuple[dict, dict, RunPlan, Any, Any, bool]:
+def _checked(config_path: Path, root: Path | None, resume: bool,
+             loaded: Study | None) -> tuple[dict, dict, RunPlan, Any, Any, bool]:
     """Read the YAML and check, before any GPU work, that it still matches the protocol, the
-    prompt and this machine."""
+    prompt and this machine (the train stage's ``Study`` when given, else loaded here)."""
     nemo, ours, plan = read_train_config(config_path)
-    study = load_study(plan.study, root)
+    study = loaded if loaded is not None and loaded.name == plan.study else load_study(plan.study, root)
     if ours.get("protocol_hash") and ours["protocol_hash"] != study.lock_hash:
         raise ConfigError(f"{config_path}:negotiation.protocol_hash: the protocol changed since this config "
                           "was written; regenerate it")
@@ -175,13 +176,14 @@ def _checked(config_path: Path, root: Path | None, resume: bool) -> tuple[dict, 
 
 
 def launch_training(config_path: Path, *, overrides: Sequence[str] = (), root: Path | None = None,
-                    resume: bool = False) -> Path:
+                    resume: bool = False, study: Study | None = None) -> Path:
     """Train the run ``config_path`` describes; return its run folder.
 
     ``resume`` accepts continuing from checkpoints already in the run's folder (see ``_resuming``);
-    a resumed continuation keeps its own weights instead of reloading the parent's.
+    a resumed continuation keeps its own weights instead of reloading the parent's. ``study``: the
+    caller's loaded study (the train stage's), read instead of loading the config's study again.
     """
-    nemo, ours, plan, study, builder, resuming = _checked(config_path, root, resume)
+    nemo, ours, plan, study, builder, resuming = _checked(config_path, root, resume, study)
     config = _merged_config(nemo, overrides)
     algo_utils, grpo = import_backend("nemo_rl.algorithms.utils"), import_backend("nemo_rl.algorithms.grpo")
     import_backend("nemo_rl.distributed.virtual_cluster").init_ray()
