@@ -24,6 +24,8 @@ class ScenarioProblem:
     """(name, lo, hi, seller prefers high) per transfer, in problem order."""
     choice_terms: tuple[tuple[str, Any, Any], ...]
     """(name, seller's level, buyer's level) per choice, in problem order."""
+    option_terms: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    """(name, the levels behind ``Problem.options``' rows) per options term."""
 
     def contract(self, allocation: Allocation) -> dict[str, Any]:
         """The full contract (every term set) behind ``allocation``."""
@@ -32,6 +34,8 @@ class ScenarioProblem:
             ledger[name] = lo + share * (hi - lo) if seller_high else hi - share * (hi - lo)
         for (name, seller_level, buyer_level), seller_wins in zip(self.choice_terms, allocation.seller_choices):
             ledger[name] = seller_level if seller_wins else buyer_level
+        for (name, levels), pick in zip(self.option_terms, allocation.option_picks):
+            ledger[name] = levels[pick]
         return ledger
 
 
@@ -55,7 +59,7 @@ def _levels(scenario, term, w_s: float, w_b: float) -> tuple[str, Any]:
     """An integrative term as a constant or a two-way choice between the parties' best levels,
     valued by ``evaluation`` (on a drawn domain: 1 at one's preferred level, 0 elsewhere). The
     loser of a choice keeps ``w e`` of the winner's level as a constant. A profiled term with a
-    third level neither best level dominates has no such form: FrontierError names it."""
+    third level neither best level dominates is an options term: its undominated levels."""
     from negotiation.env import evaluation
 
     seller, buyer, where = scenario.seller, scenario.buyer, f"{scenario.domain.name}#{scenario.seed}"
@@ -68,11 +72,14 @@ def _levels(scenario, term, w_s: float, w_b: float) -> tuple[str, Any]:
         seller_gets = level_s == level_b or gain[1] <= 0
         level = level_s if seller_gets else level_b
         return "fixed", (level, (w_s * evaluation(seller, term, level), w_b * evaluation(buyer, term, level)))
-    for level in term.levels:
-        if (w_s * evaluation(seller, term, level) > base[0] and w_b * evaluation(buyer, term, level) > base[1]
-                and level not in (level_s, level_b)):
-            raise FrontierError(where, term.name, f"level {level!r} lies between the parties' best levels; "
-                                "the exact frontier takes two-way choices only")
+    values = {level: (w_s * evaluation(seller, term, level), w_b * evaluation(buyer, term, level))
+              for level in term.levels}
+    if any(s > base[0] and b > base[1] for level, (s, b) in values.items() if level not in (level_s, level_b)):
+        rows = np.array(list(values.values()), dtype=float)
+        levels = tuple(values)
+        keep = [i for i in range(len(rows)) if not any((rows[j] >= rows[i]).all() and (rows[j] > rows[i]).any()
+                                                       for j in range(len(rows)))]
+        return "options", (rows[keep], (term.name, tuple(levels[i] for i in keep)))
     return "choice", (base, gain, (term.name, level_s, level_b))
 
 
@@ -81,6 +88,7 @@ def problem_from_scenario(scenario) -> ScenarioProblem:
     seller, buyer = scenario.seller, scenario.buyer
     constant = np.zeros(2)
     fixed, transfers, transfer_terms, choices, choice_terms = {}, [], [], [], []
+    options, option_terms = [], []
     for term in scenario.domain.terms:
         w_s, w_b = float(seller.weights[term.name]), float(buyer.weights[term.name])
         kind, payload = (_continuous(term, scenario, w_s, w_b) if term.is_continuous
@@ -91,13 +99,17 @@ def problem_from_scenario(scenario) -> ScenarioProblem:
         elif kind == "fixed":
             fixed[term.name], gain = payload
             constant += gain
+        elif kind == "options":
+            options.append(payload[0])
+            option_terms.append(payload[1])
         else:
             base, gain, names = payload
             constant += base
             choices.append(gain)
             choice_terms.append(names)
-    problem = Problem(constant, np.array(transfers, dtype=float).reshape(-1, 2), np.array(choices, dtype=float).reshape(-1, 2))
-    return ScenarioProblem(problem, fixed, tuple(transfer_terms), tuple(choice_terms))
+    problem = Problem(constant, np.array(transfers, dtype=float).reshape(-1, 2),
+                      np.array(choices, dtype=float).reshape(-1, 2), tuple(options))
+    return ScenarioProblem(problem, fixed, tuple(transfer_terms), tuple(choice_terms), tuple(option_terms))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Profiled domains are planned with, not only scored: ``env.evaluation`` is the one valuation of
 a term value both models answer (drawn: φ's ``(φ + 1) / 2``; profiled: the declared evaluations),
 scripted personas reach deals on domains NegMAS generated, and the frontier maps a profiled term
-exactly or names the level it cannot map."""
+exactly (a level between the parties' best ones is one of a term's options)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ import yaml
 from negotiation.agents import make_agent
 from negotiation.agents._offers import offer_at_target
 from negotiation.analysis._efficiency import problem_from_scenario, solve_scenario
-from negotiation.analysis._errors import FrontierError
 from negotiation.env import (EnvConfig, evaluation, feature, load_domain, load_domain_file, make_scenario,
                              prefers_high, run_episode, u_tilde)
 
@@ -77,18 +76,22 @@ def test_profiled_evaluations_sum_to_the_score_and_give_each_party_its_direction
     assert best == {"food": "chips", "budget": 500}  # the buyer's own best end, not the seller's opposite
 
 
-def test_the_frontier_maps_shared_wishes_and_names_a_level_between_the_best_ones(tmp_path):
+def test_the_frontier_maps_shared_wishes_and_levels_between_the_best_ones(tmp_path):
     data = copy.deepcopy(SHARED)
     data["profiles"]["buyer"]["evaluations"]["food"]["cake"] = 0.0  # cake: dominated for both
     mapped = problem_from_scenario(make_scenario(_domain(tmp_path, data), 0))
     assert mapped.fixed == {"budget": 500} and len(mapped.problem.transfers) == 0
-    assert mapped.choice_terms == (("food", "nuts", "chips"),)
+    assert mapped.choice_terms == (("food", "nuts", "chips"),) and mapped.option_terms == ()
     solution = solve_scenario(make_scenario(_domain(tmp_path, data), 0))
     assert solution.max_welfare == pytest.approx(1 / 3 + 1 / 2 + 2 / 3)  # budget to both, food to the seller
     data = copy.deepcopy(SHARED)
-    data["name"], data["profiles"]["seller"]["evaluations"]["food"]["cake"] = "shared_toy2", 0.5
-    with pytest.raises(FrontierError, match="food: level 'cake'"):
-        problem_from_scenario(make_scenario(_domain(tmp_path, data), 0))
+    data["name"], data["profiles"]["seller"]["evaluations"]["food"]["cake"] = "shared_toy2", 0.9
+    scenario = make_scenario(_domain(tmp_path, data), 0)
+    mapped = problem_from_scenario(scenario)
+    assert mapped.choice_terms == () and mapped.option_terms == (("food", ("chips", "nuts", "cake")),)
+    solution = solve_scenario(scenario)
+    assert solution.max_welfare == pytest.approx(1 / 3 + 1 / 2 + 2 / 3 * 0.9 + 1 / 2 * 0.2)  # cake pays most
+    assert solution.nash_contract["food"] == "cake"
 
 
 negmas = pytest.importorskip("negmas")
@@ -106,6 +109,21 @@ def _generated(tmp_path: Path, seed: int, n_issues: int):
                                        reserved_values=(0.0, 0.5))
     NegmasScenario(outcome_space=ufuns[0].outcome_space, ufuns=ufuns).to_genius_folder(tmp_path / f"gen{seed}")
     return load_domain_file(import_genius(tmp_path / f"gen{seed}", f"gen{seed}", tmp_path / "domains"))
+
+
+def test_the_frontier_of_a_generated_domain_is_the_brute_force_one(tmp_path):
+    """Every contract of a NegMAS-generated domain (all categorical, levels between the parties'
+    best ones): the largest welfare and Nash product, and the Nash contract's utilities."""
+    domain = _generated(tmp_path, 2, 5)
+    scenario = make_scenario(domain, 0)
+    solution = solve_scenario(scenario)
+    grid = (dict(zip(domain.term_names, v)) for v in itertools.product(*(t.levels for t in domain.terms)))
+    points = np.array([(u_tilde(domain, scenario.seller, c), u_tilde(domain, scenario.buyer, c)) for c in grid])
+    assert solution.max_welfare == pytest.approx(points.sum(axis=1).max(), abs=1e-12)
+    assert np.prod(solution.nash) == pytest.approx(points.prod(axis=1).max(), abs=1e-12)
+    contract = solution.nash_contract
+    assert (u_tilde(domain, scenario.seller, contract), u_tilde(domain, scenario.buyer, contract)) == pytest.approx(
+        tuple(solution.nash), abs=1e-12)
 
 
 def test_scripted_personas_reach_deals_on_domains_negmas_generated(tmp_path):
