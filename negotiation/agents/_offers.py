@@ -16,7 +16,7 @@ from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Mapping
 
-from negotiation.env import Domain, Message, PartyPrefs, Role, Term, ledger_changes
+from negotiation.env import Domain, Message, PartyPrefs, Role, Term, evaluation, ledger_changes, prefers_high
 
 _FLOAT_MAX = sys.float_info.max
 
@@ -96,8 +96,10 @@ def _scan_levels(history: tuple[Message, ...], role: Role, start: int, levels: d
 
 
 # A party's concession plan: its best full contract and, least important first, the terms it
-# concedes (name, weight, continuous?, lo, hi, prefers high?, rounding step, preferred level).
-_Plan = tuple[dict[str, Any], tuple[tuple[str, float, bool, float, float, bool, float, Any], ...]]
+# concedes (name, weight, continuous?, lo, hi, prefers high?, rounding step, preferred level,
+# own evaluation of each level): both from the environment's ``evaluation``, not φ, so a profiled
+# party plans with its declared preferences.
+_Plan = tuple[dict[str, Any], tuple[tuple[str, float, bool, float, float, bool, float, Any, dict], ...]]
 _PLANS: dict[tuple[int, int], tuple[Domain, PartyPrefs, _Plan]] = {}
 _MAX_PLANS = 4096
 # Offers made, by (id of the plan, target, asked items), with the types of the target and values.
@@ -115,15 +117,17 @@ def _concession_plan(domain: Domain, prefs: PartyPrefs) -> _Plan:
     hit = _PLANS.get(key)
     if hit is not None and hit[0] is domain and hit[1] is prefs:
         return hit[2]
-    role, best, steps = prefs.role, {}, []
+    best, steps = {}, []
     for t in sorted(domain.terms, key=lambda t: (prefs.weights[t.name], t.name)):
         lo, hi = t.range if t.is_continuous else (0.0, 1.0)  # type: ignore[misc]
-        high = t.high_preferred_by == role
+        high = prefers_high(prefs, t) if t.is_continuous else False
         step = _rounding_step(hi - lo) if t.is_continuous else 0.0
+        values = {} if t.is_continuous else {v: evaluation(prefs, t, v) for v in t.levels or ()}
         steps.append((t.name, prefs.weights[t.name], t.is_continuous, lo, hi, high, step,
-                      prefs.preferred.get(t.name)))
+                      prefs.preferred.get(t.name), values))
     for t in domain.terms:  # the best contract in domain order (the order offers are spoken in)
-        best[t.name] = term_value(t, role, 1.0) if t.is_continuous else prefs.preferred[t.name]
+        best[t.name] = (_value_at(*t.range, prefers_high(prefs, t), _rounding_step(t.range[1] - t.range[0]), 1.0)
+                        if t.is_continuous else prefs.preferred[t.name])
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
         _OFFERS.clear()  # keyed by plan ids, which are unique only while the plans are held
@@ -172,7 +176,7 @@ def offer_at_target(domain: Domain, prefs: PartyPrefs, target: float,
 def _build_offer(best: dict[str, Any], steps: tuple, target: float, asked: Mapping[str, Any]) -> dict[str, Any]:
     offer = dict(best)
     u = 1.0
-    for name, w, continuous, lo, hi, high, step, preferred in steps:
+    for name, w, continuous, lo, hi, high, step, preferred, values in steps:
         if u - target <= 1e-12:
             break
         if continuous:
@@ -184,10 +188,41 @@ def _build_offer(best: dict[str, Any], steps: tuple, target: float, asked: Mappi
             phi = 1.0 - 2.0 * drop / w
             offer[name] = _value_at(lo, hi, high, step, phi)
             u -= drop
-        elif name in asked and asked[name] != preferred and u - w >= target - 1e-12:
-            offer[name] = asked[name]
-            u -= w
+        else:
+            level, cost = _level_concession(values, w, u, target, preferred, asked.get(name, _NONE))
+            if level is not _NONE:
+                offer[name] = level
+                u -= cost
     return offer
+
+
+_NONE = object()
+
+
+def _level_concession(values: Mapping[Any, float], w: float, u: float, target: float, preferred: Any,
+                      asked: Any) -> tuple[Any, float]:
+    """``(level, cost)`` an integrative term moves to keeping own ``Ũ`` at ``target``, or ``_NONE``.
+
+    The asked level when it fits (switching costs ``w (1 - e)``: all of ``w`` on a drawn
+    domain); else the fitting level of lowest own value above the asked one's, a partial
+    concession as on a continuous term. Only a profiled party has such levels (``0 < e < 1``).
+    """
+    if asked is not _NONE and asked != preferred:
+        cost = w * (1.0 - _level_value(values, asked))
+        if u - cost >= target - 1e-12:
+            return asked, cost
+    floor = _level_value(values, asked) if asked is not _NONE else 0.0
+    best, best_e = _NONE, 1.0
+    for level, e in values.items():
+        if floor < e < best_e and u - w * (1.0 - e) >= target - 1e-12:
+            best, best_e = level, e
+    return (best, w * (1.0 - best_e)) if best is not _NONE else (_NONE, 0.0)
+
+
+def _level_value(values: Mapping[Any, float], value: Any) -> float:
+    """Own evaluation of an asked level; 0 for anything not spelled as a level (a conservative
+    cost, and the drawn model's value of every level but the preferred one)."""
+    return values.get(value, 0.0) if isinstance(value, (str, bool)) else 0.0
 
 
 def changed_terms(offer: Mapping[str, Any], ledger: Mapping[str, Any]) -> list[tuple[str, Any]]:

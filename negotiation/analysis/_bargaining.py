@@ -39,8 +39,11 @@ def nash_point(frontier: Frontier) -> tuple[np.ndarray, Allocation]:
 
 
 def max_welfare(problem: Problem) -> float:
-    """Largest ``Ũ_s + Ũ_b``: each transfer and each choice goes to the heavier party."""
-    return float(problem.constant.sum() + problem.transfers.max(axis=1).sum() + problem.choices.max(axis=1).sum())
+    """Largest ``Ũ_s + Ũ_b``: each transfer and each choice goes to the heavier party, each
+    options term to its level of largest sum."""
+    options = sum(float(rows.sum(axis=1).max()) for rows in problem.options)
+    return float(problem.constant.sum() + problem.transfers.max(axis=1).sum() + problem.choices.max(axis=1).sum()
+                 + options)
 
 
 def frontier_height(frontier: Frontier, x: np.ndarray) -> np.ndarray:

@@ -24,6 +24,8 @@ class ScenarioProblem:
     """(name, lo, hi, seller prefers high) per transfer, in problem order."""
     choice_terms: tuple[tuple[str, Any, Any], ...]
     """(name, seller's level, buyer's level) per choice, in problem order."""
+    option_terms: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    """(name, the levels behind ``Problem.options``' rows) per options term."""
 
     def contract(self, allocation: Allocation) -> dict[str, Any]:
         """The full contract (every term set) behind ``allocation``."""
@@ -32,12 +34,20 @@ class ScenarioProblem:
             ledger[name] = lo + share * (hi - lo) if seller_high else hi - share * (hi - lo)
         for (name, seller_level, buyer_level), seller_wins in zip(self.choice_terms, allocation.seller_choices):
             ledger[name] = seller_level if seller_wins else buyer_level
+        for (name, levels), pick in zip(self.option_terms, allocation.option_picks):
+            ledger[name] = levels[pick]
         return ledger
 
 
-def _continuous(term, w_s: float, w_b: float) -> tuple[str, Any]:
+def _continuous(term, scenario, w_s: float, w_b: float) -> tuple[str, Any]:
+    """A transfer when the parties pull the range opposite ways (always, on a drawn domain),
+    else a constant at the end that pays; each party's direction comes from ``prefers_high``."""
+    from negotiation.env import prefers_high
+
     lo, hi = term.range
-    seller_high = term.high_preferred_by == "seller"
+    seller_high = prefers_high(scenario.seller, term)
+    if seller_high == prefers_high(scenario.buyer, term) and w_s > 0 and w_b > 0:
+        return "fixed", (hi if seller_high else lo, (w_s, w_b))  # a profiled domain's shared wish
     if w_s > 0 and w_b > 0:
         return "transfer", (term.name, lo, hi, seller_high)
     # One side does not care: hand the whole term to the other (it pays w or nothing).
@@ -45,34 +55,61 @@ def _continuous(term, w_s: float, w_b: float) -> tuple[str, Any]:
     return "fixed", (hi if to_seller == seller_high else lo, (w_s if to_seller else 0.0, 0.0 if to_seller else w_b))
 
 
+def _levels(scenario, term, w_s: float, w_b: float) -> tuple[str, Any]:
+    """An integrative term as a constant or a two-way choice between the parties' best levels,
+    valued by ``evaluation`` (on a drawn domain: 1 at one's preferred level, 0 elsewhere). The
+    loser of a choice keeps ``w e`` of the winner's level as a constant. A profiled term with a
+    third level neither best level dominates is an options term: its undominated levels."""
+    from negotiation.env import evaluation
+
+    seller, buyer, where = scenario.seller, scenario.buyer, f"{scenario.domain.name}#{scenario.seed}"
+    level_s, level_b = seller.preferred.get(term.name), buyer.preferred.get(term.name)
+    if level_s is None or level_b is None:
+        raise FrontierError(where, term.name, "no preferred level drawn")
+    base = (w_s * evaluation(seller, term, level_b), w_b * evaluation(buyer, term, level_s))
+    gain = (w_s * evaluation(seller, term, level_s) - base[0], w_b * evaluation(buyer, term, level_b) - base[1])
+    if level_s == level_b or gain[0] <= 0 or gain[1] <= 0:
+        seller_gets = level_s == level_b or gain[1] <= 0
+        level = level_s if seller_gets else level_b
+        return "fixed", (level, (w_s * evaluation(seller, term, level), w_b * evaluation(buyer, term, level)))
+    values = {level: (w_s * evaluation(seller, term, level), w_b * evaluation(buyer, term, level))
+              for level in term.levels}
+    if any(s > base[0] and b > base[1] for level, (s, b) in values.items() if level not in (level_s, level_b)):
+        rows = np.array(list(values.values()), dtype=float)
+        levels = tuple(values)
+        keep = [i for i in range(len(rows)) if not any((rows[j] >= rows[i]).all() and (rows[j] > rows[i]).any()
+                                                       for j in range(len(rows)))]
+        return "options", (rows[keep], (term.name, tuple(levels[i] for i in keep)))
+    return "choice", (base, gain, (term.name, level_s, level_b))
+
+
 def problem_from_scenario(scenario) -> ScenarioProblem:
     """Split a ``negotiation.env.Scenario`` into constants, transfers and choices."""
     seller, buyer = scenario.seller, scenario.buyer
     constant = np.zeros(2)
     fixed, transfers, transfer_terms, choices, choice_terms = {}, [], [], [], []
+    options, option_terms = [], []
     for term in scenario.domain.terms:
         w_s, w_b = float(seller.weights[term.name]), float(buyer.weights[term.name])
-        if term.is_continuous:
-            kind, payload = _continuous(term, w_s, w_b)
-            if kind == "transfer":
-                transfers.append((w_s, w_b))
-                transfer_terms.append(payload)
-            else:
-                fixed[term.name], gain = payload
-                constant += gain
-            continue
-        level_s, level_b = seller.preferred.get(term.name), buyer.preferred.get(term.name)
-        if level_s is None or level_b is None:
-            raise FrontierError(f"{scenario.domain.name}#{scenario.seed}", term.name, "no preferred level drawn")
-        if level_s == level_b or w_s == 0 or w_b == 0:
-            seller_gets = level_s == level_b or w_b == 0
-            fixed[term.name] = level_s if seller_gets else level_b
-            constant += (w_s if seller_gets else 0.0, w_b if level_s == level_b or not seller_gets else 0.0)
-            continue
-        choices.append((w_s, w_b))
-        choice_terms.append((term.name, level_s, level_b))
-    problem = Problem(constant, np.array(transfers, dtype=float).reshape(-1, 2), np.array(choices, dtype=float).reshape(-1, 2))
-    return ScenarioProblem(problem, fixed, tuple(transfer_terms), tuple(choice_terms))
+        kind, payload = (_continuous(term, scenario, w_s, w_b) if term.is_continuous
+                         else _levels(scenario, term, w_s, w_b))
+        if kind == "transfer":
+            transfers.append((w_s, w_b))
+            transfer_terms.append(payload)
+        elif kind == "fixed":
+            fixed[term.name], gain = payload
+            constant += gain
+        elif kind == "options":
+            options.append(payload[0])
+            option_terms.append(payload[1])
+        else:
+            base, gain, names = payload
+            constant += base
+            choices.append(gain)
+            choice_terms.append(names)
+    problem = Problem(constant, np.array(transfers, dtype=float).reshape(-1, 2),
+                      np.array(choices, dtype=float).reshape(-1, 2), tuple(options))
+    return ScenarioProblem(problem, fixed, tuple(transfer_terms), tuple(choice_terms), tuple(option_terms))
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,14 @@ class Problem:
       transfers: ``(n, 2)`` ``(w_s, w_b)`` of conflicting continuous terms, both > 0.
       choices: ``(m, 2)`` ``(w_s, w_b)`` of integrative terms the parties want set
         differently, both > 0.
+      options: per term of a profiled domain with a third undominated level, ``(k, 2)`` the
+        ``(w_s e_s, w_b e_b)`` of each of its undominated levels (one is set).
     """
 
     constant: np.ndarray
     transfers: np.ndarray
     choices: np.ndarray
+    options: tuple[np.ndarray, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class Allocation:
     """Per choice: True when the seller's preferred level is set."""
     seller_shares: tuple[float, ...]
     """Per transfer: the seller's share ``s ∈ [0, 1]``."""
+    option_picks: tuple[int, ...] = ()
+    """Per options term: the row of ``Problem.options`` set."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,7 @@ class _Chains:
 
     offsets: np.ndarray  # (K, 2)
     masks: np.ndarray  # (K, m) bool: which choices the seller wins
+    picks: np.ndarray  # (K, q) int: the row set of each options term
     chain_x: np.ndarray  # (n + 1,) seller coordinate of the zonotope chain's vertices
     chain_y: np.ndarray  # (n + 1,) buyer coordinate
     order: np.ndarray  # (n,) transfer indices in the order they move to the seller
@@ -90,23 +96,45 @@ def _pareto_choices(choices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     m = len(choices)
     masks = ((np.arange(2**m)[:, None] >> np.arange(m)[None, :]) & 1).astype(bool)
     points = np.stack([masks @ choices[:, 0], (~masks) @ choices[:, 1]], axis=1)
+    keep = _undominated(points)
+    return points[keep], masks[keep]
+
+
+def _undominated(points: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point weakly dominates, by increasing seller value."""
     order = np.lexsort((-points[:, 1], -points[:, 0]))
     keep, best_y = [], -np.inf
     for index in order:
         if points[index, 1] > best_y:
             keep.append(index)
             best_y = points[index, 1]
-    keep = np.array(keep[::-1])
-    return points[keep], masks[keep]
+    return np.array(keep[::-1])
+
+
+def _with_options(points: np.ndarray, masks: np.ndarray,
+                  options: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each options term added to the choice sums one at a time (every row against every point),
+    pruned to the undominated sums after each: exact, since a dominated offset's translate of
+    the transfer zonotope is dominated too."""
+    picks = np.zeros((len(points), 0), dtype=int)
+    for rows in options:
+        k = len(rows)
+        points = (points[:, None, :] + rows[None, :, :]).reshape(-1, 2)
+        masks = np.repeat(masks, k, axis=0)
+        picks = np.column_stack([np.repeat(picks, k, axis=0), np.tile(np.arange(k), len(picks))])
+        keep = _undominated(points)
+        points, masks, picks = points[keep], masks[keep], picks[keep]
+    return points, masks, picks
 
 
 def _chains(problem: Problem) -> _Chains:
     points, masks = _pareto_choices(problem.choices)
+    points, masks, picks = _with_options(points, masks, problem.options)
     transfers = problem.transfers
     order = np.argsort(transfers[:, 1] / transfers[:, 0], kind="stable")
     chain_x = np.concatenate([[0.0], np.cumsum(transfers[order, 0])])
     chain_y = transfers[:, 1].sum() - np.concatenate([[0.0], np.cumsum(transfers[order, 1])])
-    return _Chains(points + problem.constant, masks, chain_x, chain_y, order)
+    return _Chains(points + problem.constant, masks, picks, chain_x, chain_y, order)
 
 
 def _values(chains: _Chains, xs: np.ndarray) -> np.ndarray:
@@ -149,7 +177,8 @@ def _allocation(chains: _Chains, chain: int, x: float, num_transfers: int) -> Al
     for rank, transfer in enumerate(chains.order):
         given = min(max(local - chains.chain_x[rank], 0.0), gains[rank])
         shares[transfer] = given / gains[rank]
-    return Allocation(tuple(bool(b) for b in chains.masks[chain]), tuple(float(s) for s in shares))
+    return Allocation(tuple(bool(b) for b in chains.masks[chain]), tuple(float(s) for s in shares),
+                      tuple(int(i) for i in chains.picks[chain]))
 
 
 class _Staircase:

@@ -71,13 +71,17 @@ def scenario_json(scenario: Scenario) -> dict:
     for role in ROLES:
         prefs = scenario.prefs(role)
         out[role] = {"weights": dict(prefs.weights), "preferred": dict(prefs.preferred)}
+        if prefs.evaluations is not None:  # a profiled domain: the per-value evaluations behind them
+            out[role]["evaluations"] = {k: v if isinstance(v, tuple) else dict(v) for k, v in prefs.evaluations.items()}
     return out
 
 
 def _wants(term: Term, scenario: Scenario, role: str) -> str:
+    from negotiation.env import prefers_high
+
     if term.is_continuous:
         lo, hi = term.range
-        return f"{hi:g} {term.unit}" if term.high_preferred_by == role else f"{lo:g} {term.unit}"
+        return f"{hi:g} {term.unit}" if prefers_high(scenario.prefs(role), term) else f"{lo:g} {term.unit}"
     return str(scenario.prefs(role).preferred[term.name])
 
 

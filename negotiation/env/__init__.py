@@ -23,7 +23,7 @@ _EXPORTS = {
     "_prompts": ("PROMPT_TEMPLATES", "PromptTemplate", "PromptVariant", "counterpart_of", "prompt_hash", "render_messages",
                  "seller_training_messages"),
     "_reward": ("eq1_reward", "episode_reward", "frontloaded_step_rewards"),
-    "_scenario": ("PartyPrefs", "Scenario", "make_scenario"),
+    "_scenario": ("PartyPrefs", "Scenario", "evaluation", "make_scenario", "prefers_high"),
     "_tables": ("KEY", "episode_row", "episodes_to_frames", "error_row", "to_json", "turn_rows", "write_tables"),
     "_utility": ("INVALID", "Score", "canonical_value", "feature", "score_ledger", "score_prefs", "u_tilde"),
     "_view": ("Agent", "Message", "Reply", "View", "arespond", "ledger_changes"),

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from negotiation.env._domain import Term
+from negotiation.env._scenario import prefers_high
 from negotiation.env._view import View, ledger_changes
 
 PromptVariant = Literal["evaluation", "training"]
@@ -179,7 +180,7 @@ def _term_line(t: PromptTemplate, term: Term, role: str) -> str:
 def _priority_line(t: PromptTemplate, view: View, term: Term) -> str:
     weight = f"{view.prefs.weights[term.name]:.3f}"
     if term.is_continuous:
-        high = term.high_preferred_by == view.role
+        high = prefers_high(view.prefs, term)  # the party's own direction (a profile's, if any)
         return t.priority_continuous.format(name=term.name, weight=weight,
                                             direction=t.direction_high if high else t.direction_low)
     return t.priority_level.format(name=term.name, weight=weight, level=value_json(view.prefs.preferred[term.name]))

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from negotiation.env._domain import Domain, Role
+from negotiation.env._domain import Domain, Role, Term
 from negotiation.env._profile import normalised
 
 DEFAULT_DIRICHLET_ALPHA = 0.3  # paper §3; protocols restate it and pass it explicitly
@@ -53,6 +53,30 @@ class Scenario:
     @property
     def key(self) -> tuple[str, int]:
         return (self.domain.name, self.seed)
+
+
+def evaluation(prefs: PartyPrefs, term: Term, value: Any) -> float:
+    """The party's own normalised valuation ``e`` in [0, 1] of ``term`` set to the canonical
+    ``value``, so that a full contract's ``Ũ = Σ_k w_k e_k``. Planners (agents, prompts, the
+    analysis) ask this, not φ or ``high_preferred_by``: a drawn party values its preferred level 1
+    and any other 0, and a continuous term linearly towards the end its role prefers; a profiled
+    party reads its declared evaluations (a continuous term: linear between its ends)."""
+    table = prefs.evaluations[term.name] if prefs.evaluations is not None else None
+    if term.is_continuous:
+        lo, hi = term.range  # type: ignore[misc]
+        share = (min(max(value, lo), hi) - lo) / (hi - lo)
+        if table is not None:
+            return table[0] + (table[1] - table[0]) * share
+        return share if term.high_preferred_by == prefs.role else 1.0 - share
+    if table is not None:
+        return table[value]
+    return 1.0 if value == prefs.preferred[term.name] else 0.0
+
+
+def prefers_high(prefs: PartyPrefs, term: Term) -> bool:
+    """Whether the party values a continuous term's high end above its low end (``evaluation``)."""
+    lo, hi = term.range  # type: ignore[misc]
+    return evaluation(prefs, term, hi) > evaluation(prefs, term, lo)
 
 
 def _draw_party(domain: Domain, role: Role, rng: np.random.Generator, alpha: float) -> PartyPrefs:
