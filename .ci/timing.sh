@@ -84,8 +84,28 @@ ci_wait() {
   return "$first"
 }
 
+# A background part the run did not wait for (a foreground part failed first): listed as it ended,
+# or stopped (its process tree) and listed as such, so its log is not lost and nothing outlives CI.
+_ci_kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" || true); do _ci_kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+
+_ci_collect_unwaited() {
+  local i seconds rc
+  for i in "${!CI_BG_PIDS[@]}"; do
+    if [ ! -s "${CI_BG_FILES[$i]}" ]; then
+      _ci_kill_tree "${CI_BG_PIDS[$i]}"
+      printf '%s\t%s\n' "$(_ci_seconds "$CI_START" "$(_ci_now)")" 143 >"${CI_BG_FILES[$i]}"
+    fi
+  done
+  ci_wait || true
+}
+
 ci_timing_table() {
   local rc=$? i total=0
+  _ci_collect_unwaited
   [ "${#CI_PART_NAMES[@]}" -eq 0 ] && return "$rc"
   for i in "${!CI_PART_NAMES[@]}"; do
     total=$(awk -v a="$total" -v b="${CI_PART_SECONDS[$i]}" 'BEGIN { printf "%.1f", a + b }')

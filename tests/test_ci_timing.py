@@ -62,6 +62,15 @@ def test_a_failing_background_part_fails_the_wait(tmp_path):
         "good": "ok", "bad (background)": "failed (3)"}
 
 
+def test_background_parts_not_waited_for_are_listed_when_a_part_fails(tmp_path):
+    body = ('ci_background "quick" bash -c "echo quick-done"\nci_background "long" sleep 30\nsleep 0.5\n'
+            'ci_part "fails" false\nci_wait')
+    done = ci(body, tmp_path)
+    assert done.returncode == 1 and "quick-done" in done.stdout
+    assert {name: status for name, (_, status) in rows(done.stdout).items()} == {
+        "fails": "failed (1)", "quick (background)": "ok", "long (background)": "failed (143)"}
+
+
 def test_ci_run_times_each_part_and_runs_the_readme_test_command():
     run = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert "source .ci/timing.sh" in run and "trap ci_timing_table EXIT" in run
