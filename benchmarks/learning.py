@@ -5,7 +5,9 @@ Each task of ``protocol/lm/learning.yaml`` (format, opening, negotiation) runs e
 budget's steps (built once under ``--out`` and reused), the ordinary ``train_lm_arm`` with the
 task's recipe overrides, then the task's pass criteria on the run's curves. Prints per task the
 curves by step (reward, bad-parse rate, KL penalty, gradient norm) and the verdict, and writes
-``learning.json`` under ``--out``. Exits 1 when a task fails (not with ``--small``).
+``learning.json`` under ``--out``. Exits 1 when a task fails (not with ``--small``). A task whose
+criteria read against a frozen control trains that control too; ``--control`` adds one to every
+task; ``--resume`` continues runs a GPU call's time limit cut (same ``--out``).
 
     python benchmarks/learning.py --device cpu --out /tmp/learning              # cpu budgets, 2 cores
     python benchmarks/learning.py --device cuda --out $OUT                      # gpu budgets, one H200
@@ -69,6 +71,9 @@ def _print_task(name: str, verdict: dict[str, Any], curves: dict[str, list[float
         print(f"{c['metric']}: first-{c['window']} mean {c['first_mean']:.4f} -> last-{c['window']} mean "
               f"{c['last_mean']:.4f}, change {c['change']:+.4f} (needs {c['direction']} >= {c['min_change']}): "
               f"{'PASS' if c['passed'] else 'FAIL'}")
+    for c in verdict.get("paired", []):
+        print(f"{c['metric']} minus the frozen control (same scenarios and seeds): first-{c['window']} mean "
+              f"{c['first_mean']:+.4f} -> last-{c['window']} mean {c['last_mean']:+.4f}, change {c['change']:+.4f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--small", action="store_true", help="a seconds-long run of the plumbing (cpu)")
     parser.add_argument("--compile", action="store_true", help="torch.compile the rollout engine (cuda)")
+    parser.add_argument("--micro-batch-tokens", type=int, default=None,
+                        help="padded tokens per update micro-batch (default: LmRuntime's)")
+    parser.add_argument("--control", action="store_true",
+                        help="also train each task frozen (a control) and print every curve criterion paired against it")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue runs an earlier call left partial under --out; keep finished ones")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
 
@@ -98,12 +109,14 @@ def main(argv: list[str] | None = None) -> int:
                  for n, t in ladder.tasks.items() if getattr(t, machine) is not None}
         ladder = ladder.model_copy(update={"tasks": tasks})
     runtime = LmRuntime(device=args.device, dtype="float32" if machine == "cpu" else "bfloat16", threads=args.threads,
-                        compile_rollout=args.compile)
+                        compile_rollout=args.compile,
+                        **({} if args.micro_batch_tokens is None else {"micro_batch_tokens": args.micro_batch_tokens}))
     results = {}
     for name in names:
         start = time.perf_counter()
         verdict = run_learning_task(protocol, ladder, name, machine=machine, out=args.out, size=args.size,
-                                    runtime=runtime)
+                                    runtime=runtime, control=args.control,
+                                    resume=args.resume)
         seconds = time.perf_counter() - start
         curves = _curves(args.out / f"{name}_{verdict['size']}")
         _print_task(name, verdict, curves, seconds)

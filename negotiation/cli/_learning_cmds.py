@@ -17,6 +17,7 @@ def learn_task(
     size: Optional[str] = typer.Option(None, "--size", help="Size of the budget; default its first."),
     out: Path = typer.Option(Path("outputs/learning"), "--out", help="Folder of the tokenizer, bases and runs."),
     threads: int = typer.Option(2, "--threads", help="torch CPU threads."),
+    resume: bool = typer.Option(False, "--resume", help="Continue runs an earlier call left partial; keep finished ones."),
     root: Optional[Path] = typer.Option(None, "--root", help="Repository root holding protocol/."),
 ) -> None:
     """Run one learning-ladder task end to end; print its verdict; exit 1 when it fails."""
@@ -30,10 +31,12 @@ def learn_task(
     ladder = loaded.learning
     machine = "cpu" if device == "cpu" else "gpu"
     runtime = LmRuntime(device=device, dtype="float32" if machine == "cpu" else "bfloat16", threads=threads)
-    verdict = run_learning_task(loaded.protocol, ladder, task, machine=machine, out=out, size=size, runtime=runtime)
-    typer.echo(json.dumps({k: v for k, v in verdict.items() if k != "criteria"}, sort_keys=True))
-    for c in verdict["criteria"]:
-        typer.echo(f"{c['metric']}: first {c['first_mean']:.4f} -> last {c['last_mean']:.4f} (change "
+    verdict = run_learning_task(loaded.protocol, ladder, task, machine=machine, out=out, size=size, runtime=runtime,
+                                resume=resume)
+    typer.echo(json.dumps({k: v for k, v in verdict.items() if k not in ("criteria", "paired")}, sort_keys=True))
+    for c, declared in zip(verdict["criteria"], ladder.tasks[task].criteria):
+        against = " minus the frozen control" if declared.against == "frozen_control" else ""
+        typer.echo(f"{c['metric']}{against}: first {c['first_mean']:.4f} -> last {c['last_mean']:.4f} (change "
                    f"{c['change']:+.4f}, needs {c['direction']} >= {c['min_change']}): "
                    f"{'pass' if c['passed'] else 'FAIL'}")
     if not verdict["passed"]:

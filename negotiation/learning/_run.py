@@ -15,7 +15,10 @@ from typing import Any
 from negotiation.errors import ConfigError
 from negotiation.ladder import TOKENIZER_RECORD, WARM_START_RECORD, write_base, write_tokenizer
 from negotiation.protocol import LearningLadder, LearningWarmStart, Protocol
-from negotiation.training.lm import LmRuntime, task_train_config, task_verdict, train_lm_arm, write_verdict
+from negotiation.training.lm import (
+    CURVES_FILE, FROZEN_RATE, RESUME_FILE, LmRuntime, LmTrainConfig, needs_frozen_control, task_train_config, task_verdict,
+    train_lm_arm, write_verdict,
+)
 
 __all__ = ["run_learning_task"]
 
@@ -51,10 +54,18 @@ def _base(protocol: Protocol, size: str, warm: LearningWarmStart | None, out: Pa
 
 
 def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, machine: str, out: str | Path,
-                      size: str | None = None, runtime: LmRuntime | None = None) -> dict[str, Any]:
+                      size: str | None = None, runtime: LmRuntime | None = None,
+                      control: bool = False, resume: bool = False) -> dict[str, Any]:
     """Run task ``name`` end to end at its ``machine`` (``cpu``/``gpu``) budget: tokenizer and
     warm-started base (reused under ``out``), ``train_lm_arm`` in ``out/<name>_<size>``, then the
-    pass criteria on its curves; writes and returns the verdict."""
+    pass criteria on its curves; writes and returns the verdict.
+
+    A task whose criteria read against a frozen control (or ``control``) also trains the task at
+    ``FROZEN_RATE`` in ``out/<name>_<size>_control``: same scenarios, same sample seeds, weights that
+    never move; the verdict's ``paired`` reads every curve criterion as the run minus the control
+    (for the record: only criteria that say ``against: frozen_control`` judge that way). ``resume``
+    continues runs an earlier call left partial (from their last checkpoint, exactly); finished runs
+    are kept."""
     if name not in ladder.tasks:
         raise ConfigError(f"protocol/{ladder.study}/learning.yaml:tasks: no task {name!r} (tasks: {list(ladder.tasks)})")
     task = ladder.tasks[name]
@@ -69,10 +80,21 @@ def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, 
     base = _base(protocol, size, budget.warm_start, out, runtime.device)
     cfg = task_train_config(protocol, name, task, budget, size, base=base, runtime=runtime)
     run_dir = out / f"{name}_{size}"
-    train_lm_arm(cfg, run_dir, track=False)
+    _train(cfg, run_dir, resume)
+    control_dir = None
+    if control or needs_frozen_control(task):
+        control_dir = out / f"{name}_{size}_control"
+        frozen = budget.model_copy(update={"learning_rate": FROZEN_RATE})
+        _train(task_train_config(protocol, name, task, frozen, size, base=base, runtime=runtime), control_dir, resume)
     verdict = {"version": 1, "task": name, "machine": machine, "size": size, "steps": budget.steps,
                "warm_start": None if budget.warm_start is None else budget.warm_start.model_dump(mode="json"),
                "base": str(base), "learning_rate": budget.learning_rate,
-               "seed": budget.seed, "reward": task.reward, **task_verdict(task, run_dir)}
+               "seed": budget.seed, "reward": task.reward, **task_verdict(task, run_dir, control_dir)}
     write_verdict(run_dir, verdict)
     return verdict
+
+
+def _train(cfg: LmTrainConfig, run_dir: Path, resume: bool) -> None:
+    if resume and (run_dir / CURVES_FILE).is_file() and not (run_dir / RESUME_FILE).is_file():
+        return  # finished by an earlier call: a finished run drops its resume state
+    train_lm_arm(cfg, run_dir, track=False, resume=resume)

@@ -24,7 +24,7 @@ _EXPORTS = {
     "_schema_env": ("Environment", "NoDealPenalty", "SamplingSettings", "SeedBlock"),
     "_schema_eval": ("DealRateGuard", "Guards", "ParseRateGuard", "PilotGate", "TurnsGuard"),
     "_schema_learning": ("LEARNING_FILE", "LearningBudget", "LearningCriterion", "LearningLadder", "LearningTask",
-                         "LearningWarmStart", "load_learning"),
+                         "LearningWarmStart", "VALIDATION_METRIC", "load_learning"),
     "_schema_recipe": ("PolicyWidth", "Recipe"),
 }
 _HOME = homes(_EXPORTS)

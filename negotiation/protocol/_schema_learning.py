@@ -19,7 +19,7 @@ from negotiation.protocol._files import StrictModel, load_yaml_model
 from negotiation.protocol._schema_env import Name, Spec, TrainingBuyer
 
 __all__ = ["LEARNING_FILE", "LearningBudget", "LearningCriterion", "LearningLadder", "LearningTask",
-           "LearningWarmStart", "load_learning"]
+           "LearningWarmStart", "VALIDATION_METRIC", "load_learning"]
 
 LEARNING_FILE = "learning.yaml"
 """File name of a study's learning ladder, beside its ``protocol.yaml``."""
@@ -88,6 +88,12 @@ class LearningCriterion(StrictModel):
     """Pass rule: the mean of the last ``window`` values minus the mean of the first ``window``
     values moves in ``direction`` by at least ``min_change``."""
 
+    against: Literal["start", "frozen_control"] = "start"
+    """``start``: the run's own values. ``frozen_control``: per step, the run's value minus that of
+    the same task trained at a rate that moves no weight (same scenarios, same sample seeds), so the
+    scenario mix, which moves every run's training reward alike by up to 0.1 a step in the full
+    game, cancels (a curve metric only)."""
+
     metric: Literal["train/reward", "train/score", "train/deal_rate", "train/bad_parse_rate", "validation/score"]
     """A ``curves.csv`` column (one value per step) or ``validation/score`` (one per validation)."""
     direction: Literal["increase", "decrease"]
@@ -96,6 +102,12 @@ class LearningCriterion(StrictModel):
     """k: values averaged at each end of the curve."""
     min_change: float = Field(gt=0)
     """Least movement (in ``direction``) of last-k mean over first-k mean that passes."""
+
+    @model_validator(mode="after")
+    def _paired_curve(self) -> "LearningCriterion":
+        if self.against == "frozen_control" and self.metric == VALIDATION_METRIC:
+            raise ValueError("against frozen_control reads a per-step curve metric, not validation/score")
+        return self
 
 
 class LearningTask(StrictModel):

@@ -88,3 +88,34 @@ def test_the_criterion_compares_the_first_and_last_k_means():
     assert criterion_verdict(fall, [0.5, 0.3])["passed"] and not criterion_verdict(fall, [0.3, 0.5])["passed"]
     with pytest.raises(ValueError, match="needs 2 x 2"):
         criterion_verdict(rise, [0.0, 1.0, 2.0])
+
+
+def test_a_frozen_control_criterion_reads_the_run_minus_its_control_per_step(tmp_path):
+    import pandas as pd
+
+    from negotiation.protocol import LearningTask
+    from negotiation.training.lm import CURVES_FILE, VALIDATION_FILE, needs_frozen_control, task_verdict
+
+    paired = LearningCriterion(metric="train/reward", against="frozen_control", direction="increase", window=2,
+                               min_change=0.1)
+    own = LearningCriterion(metric="train/reward", direction="increase", window=2, min_change=0.1)
+    task = LearningTask(description="d", gpu={"sizes": ["lm_m"], "steps": 4, "learning_rate": 1e-4},
+                        criteria=(paired, own))
+    run, control = tmp_path / "run", tmp_path / "control"
+    # the scenario mix lifts both runs alike (+0.3); the run gains nothing over its control
+    for folder, rewards in ((run, [0.1, 0.1, 0.42, 0.4]), (control, [0.1, 0.1, 0.4, 0.4])):
+        folder.mkdir()
+        pd.DataFrame({"step": [1, 2, 3, 4], "train/reward": rewards}).to_csv(folder / CURVES_FILE, index=False)
+        pd.DataFrame({"step": [0, 4], "validation/score": [0.4, 0.4]}).to_csv(folder / VALIDATION_FILE, index=False)
+    verdict = task_verdict(task, run, control)
+    assert needs_frozen_control(task) and [c["passed"] for c in verdict["criteria"]] == [False, True]
+    assert verdict["criteria"][0]["values"] == pytest.approx([0.0, 0.0, 0.02, 0.0])
+    assert verdict["paired"][1]["change"] == pytest.approx(0.01) and not verdict["passed"]
+    with pytest.raises(ValueError, match="no control run"):
+        task_verdict(task, run)
+
+
+def test_validation_score_cannot_be_read_against_a_control():
+    with pytest.raises(ValueError, match="curve metric"):
+        LearningCriterion(metric="validation/score", against="frozen_control", direction="increase", window=1,
+                          min_change=0.1)

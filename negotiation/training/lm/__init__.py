@@ -18,14 +18,15 @@ from negotiation.training.lm._slot_rollout import RolloutStats, SlotRollout
 from negotiation.training.lm._seller import GeneratorFactory, HfSeller, default_generator, load_seller, turn_generator
 from negotiation.training.lm._trainer import CURVES_FILE, TIMING_FILE, VALIDATION_FILE, train_lm_arm
 from negotiation.training.lm._tasks import (
-    VERDICT_FILE, criterion_verdict, task_train_config, task_verdict, write_verdict,
+    FROZEN_RATE, VERDICT_FILE, criterion_verdict, needs_frozen_control, task_train_config, task_verdict,
+    write_verdict,
 )
 
 __all__ = [
-    "ADVANTAGE_QUANTILES", "CURVES_FILE", "RESUME_FILE", "TIMING_FILE", "VALIDATION_FILE", "VERDICT_FILE",
+    "ADVANTAGE_QUANTILES", "CURVES_FILE", "FROZEN_RATE", "RESUME_FILE", "TIMING_FILE", "VALIDATION_FILE", "VERDICT_FILE",
     "EpisodeBook", "EpisodeEngine", "Generate", "GeneratorFactory", "HfSeller", "LmArm", "LmRuntime", "LmTrainConfig",
     "MasterAdamW", "ResumeRecord", "RolloutStats", "SlotRollout", "TokenBatch", "TokenEpisodes", "criterion_verdict",
     "default_generator", "grpo_token_step", "group_signal", "lm_train_config_for", "load_seller", "micro_batches",
-    "play_token_episodes", "task_train_config", "task_verdict", "token_logprobs_entropy", "train_lm_arm",
+    "needs_frozen_control", "play_token_episodes", "task_train_config", "task_verdict", "token_logprobs_entropy", "train_lm_arm",
     "turn_generator", "write_verdict",
 ]

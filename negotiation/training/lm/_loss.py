@@ -91,10 +91,11 @@ def _pad_floats(rows: Sequence[Sequence[float]], device: torch.device) -> torch.
     return out.to(device)
 
 
-def _gap(logp: torch.Tensor, sampler: torch.Tensor, mask: torch.Tensor) -> tuple[float, float]:
-    """Sum and max over generated tokens of ``|log π_trainer - log π_sampler|`` (float64)."""
-    gap = (logp.detach().double() - sampler).abs()[mask]
-    return (float(gap.sum()), float(gap.max())) if gap.numel() else (0.0, 0.0)
+def _gap(logp: torch.Tensor, sampler: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Sum and max over generated tokens of ``|log π_trainer - log π_sampler|``: a float64 ``(2,)``
+    tensor on the device (no host sync)."""
+    gap = torch.where(mask, (logp.detach().double() - sampler).abs(), 0.0)
+    return torch.stack([gap.sum(), gap.max()])
 
 
 def _forward(model: torch.nn.Module, ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
@@ -125,7 +126,10 @@ def grpo_token_step(model: torch.nn.Module, reference: torch.nn.Module, optimize
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
-    sums = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "approx_entropy": 0.0, "gap": 0.0, "gap_max": 0.0}
+    # The metric sums stay on the device and are read once after the loop: a float() per
+    # micro-batch is a host sync, which stalls the launch queue of a small model's update.
+    sums = torch.zeros(4, dtype=torch.float64, device=device)  # loss, kl, entropy, approx_entropy
+    gap = torch.zeros(2, dtype=torch.float64, device=device)   # sum, max
     for group in micro_batches([len(r) for r in batch.ids], token_budget):
         ids = _pad([batch.ids[i] for i in group], pad_id, device)
         attention = _pad([[1] * len(batch.ids[i]) for i in group], 0, device)
@@ -141,19 +145,18 @@ def grpo_token_step(model: torch.nn.Module, reference: torch.nn.Module, optimize
         m = mask.float()
         loss = (per_token * m).sum() / n_tokens
         loss.backward()
-        sums["loss"] += float(loss.detach())
-        sums["kl"] += float((kl.detach() * m).sum())
-        sums["entropy"] += float((entropy * m).sum())
-        sums["approx_entropy"] += float((-(ratio.detach() * logp.detach()) * m).sum())
-        if batch.sampler_logprobs is not None:
-            gap_sum, gap_max = _gap(logp, _pad_floats([batch.sampler_logprobs[i] for i in group], device)[:, 1:], mask)
-            sums["gap"], sums["gap_max"] = sums["gap"] + gap_sum, max(sums["gap_max"], gap_max)
+        with torch.no_grad():
+            sums += torch.stack([loss, (kl * m).sum(), (entropy * m).sum(), (-(ratio * logp) * m).sum()]).double()
+            if batch.sampler_logprobs is not None:
+                part = _gap(logp, _pad_floats([batch.sampler_logprobs[i] for i in group], device)[:, 1:], mask)
+                gap = torch.stack([gap[0] + part[0], torch.maximum(gap[1], part[1])])
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
     optimizer.step()
-    out = {"train/loss": sums["loss"], "train/kl_penalty": sums["kl"] / n_tokens,
-           "train/entropy": sums["entropy"] / n_tokens,
-           "train/approx_entropy": sums["approx_entropy"] / n_tokens, "train/lr": lr,
-           "train/grad_norm": float(grad_norm), "train/trained_tokens": float(n_tokens)}
+    loss_sum, kl_sum, entropy_sum, approx_sum, gap_sum, gap_max, norm = (
+        torch.cat([sums, gap, grad_norm.detach().double().reshape(1)]).tolist())
+    out = {"train/loss": loss_sum, "train/kl_penalty": kl_sum / n_tokens, "train/entropy": entropy_sum / n_tokens,
+           "train/approx_entropy": approx_sum / n_tokens, "train/lr": lr, "train/grad_norm": norm,
+           "train/trained_tokens": float(n_tokens)}
     if batch.sampler_logprobs is not None:
-        out.update({"train/logprob_gap_mean": sums["gap"] / n_tokens, "train/logprob_gap_max": sums["gap_max"]})
+        out.update({"train/logprob_gap_mean": gap_sum / n_tokens, "train/logprob_gap_max": gap_max})
     return out

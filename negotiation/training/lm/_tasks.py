@@ -17,15 +17,21 @@ import pandas as pd
 
 from negotiation.errors import ConfigError
 from negotiation.protocol import (
-    LearningBudget, LearningCriterion, LearningTask, Protocol,
+    VALIDATION_METRIC, LearningBudget, LearningCriterion, LearningTask, Protocol,
 )
 from negotiation.training.lm._config import LmArm, LmRuntime, LmTrainConfig
 from negotiation.training.lm._trainer import CURVES_FILE, VALIDATION_FILE
 
-__all__ = ["VERDICT_FILE", "criterion_verdict", "task_train_config", "task_verdict", "write_verdict"]
+__all__ = ["FROZEN_RATE", "VERDICT_FILE", "criterion_verdict", "needs_frozen_control", "task_train_config",
+           "task_verdict", "write_verdict"]
 
 VERDICT_FILE = "verdict.json"
 """The verdict a task run writes beside its curves."""
+
+FROZEN_RATE = 1e-12
+"""Peak rate of a frozen control run: an AdamW step moves a float32 master by about the rate, far
+below the spacing of float32 numbers near the weights' size (about 1e-9 at 0.02), so no weight
+changes while the run plays, logs and validates exactly as the learner does (a rate must be > 0)."""
 
 READ_EVERY = 8
 """Steps between a task run's validations and checkpoints (and at its last step)."""
@@ -90,15 +96,32 @@ def criterion_verdict(criterion: LearningCriterion, values: list[float]) -> dict
             "passed": bool(moved >= criterion.min_change), "values": [float(v) for v in values]}
 
 
-def task_verdict(task: LearningTask, run_dir: Path) -> dict[str, Any]:
-    """Every criterion of ``task`` read from a finished run's ``curves.csv`` / ``validation.csv``."""
+def needs_frozen_control(task: LearningTask) -> bool:
+    """Whether a criterion of ``task`` reads its run against a frozen control."""
+    return any(c.against == "frozen_control" for c in task.criteria)
+
+
+def task_verdict(task: LearningTask, run_dir: Path, control_dir: Path | None = None) -> dict[str, Any]:
+    """Every criterion of ``task`` read from a finished run's ``curves.csv`` / ``validation.csv``;
+    a ``frozen_control`` criterion reads the run minus its control (``control_dir``) per step. With
+    a control, ``paired`` also reads every curve criterion that way (for the record)."""
     curves = pd.read_csv(Path(run_dir) / CURVES_FILE)
     validation = pd.read_csv(Path(run_dir) / VALIDATION_FILE)
-    results = []
-    for c in task.criteria:
-        table = validation if c.metric == "validation/score" else curves
-        results.append(criterion_verdict(c, [float(v) for v in table[c.metric]]))
-    return {"criteria": results, "passed": all(r["passed"] for r in results)}
+    control = None if control_dir is None else pd.read_csv(Path(control_dir) / CURVES_FILE)
+    if control is None and needs_frozen_control(task):
+        raise ValueError(f"{run_dir}: a criterion reads against a frozen control, and no control run was given")
+
+    def paired(c: LearningCriterion) -> list[float]:
+        assert control is not None
+        return [float(a - b) for a, b in zip(curves[c.metric], control[c.metric], strict=True)]
+
+    results = [criterion_verdict(c, paired(c) if c.against == "frozen_control" else
+                                 [float(v) for v in (validation if c.metric == VALIDATION_METRIC else curves)[c.metric]])
+               for c in task.criteria]
+    out: dict[str, Any] = {"criteria": results, "passed": all(r["passed"] for r in results)}
+    if control is not None:
+        out["paired"] = [criterion_verdict(c, paired(c)) for c in task.criteria if c.metric != VALIDATION_METRIC]
+    return out
 
 
 def write_verdict(run_dir: Path, verdict: dict[str, Any]) -> Path:
