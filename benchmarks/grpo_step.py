@@ -13,7 +13,8 @@ processes, ours first, then the reference, and the ratios are printed side by si
     python benchmarks/grpo_step.py --small                                                # CI: seconds, CPU
 
 The reference side runs the trainer as that revision's own GPU profile ran it (gradient
-checkpointing on, 65,536-token micro-batches); ours with ``--checkpointing`` as given (default off).
+checkpointing on); ours with ``--checkpointing`` as given (default off). Both sides use
+``--micro-batch-tokens`` (default 131,072: a step's ~220k sequence tokens in two micro-batches).
 ``--small`` trains a tiny size (lm_xs, untrained base, 2 scenarios x 4 rollouts, 2 turns, 2 steps)
 on the CPU against this checkout itself: it checks the script, not the speed.
 """
@@ -135,7 +136,7 @@ def main() -> int:
     p.add_argument("--against", help="git revision of the reference side")
     p.add_argument("--against-tree", help="a folder holding the reference side's package (no git needed)")
     p.add_argument("--checkpointing", action="store_true", help="gradient checkpointing on our side")
-    p.add_argument("--micro-batch-tokens", type=int, default=65536)
+    p.add_argument("--micro-batch-tokens", type=int, default=131072, help="both sides' update micro-batch budget")
     p.add_argument("--compile", action="store_true", help="torch.compile the rollout engine on our side")
     p.add_argument("--peak-tflops", type=float, default=790.0, help="dense bf16 peak (H200: 790, measured)")
     p.add_argument("--work", default=None, help="folder for the tokenizer and bases (default: a temporary one)")
