@@ -1,7 +1,14 @@
 """One training run's course, the same for every trainer (demo policy network or causal LM).
 
-A trainer supplies what is its own (the model, the rollouts, the update); this module keeps what
-every run does the same way:
+A trainer's loop is its own and reads top to bottom (the model, the rollouts, the update); this
+module keeps what every run does the same way, as a frame and a schedule the loop walks:
+
+    with TrainingRun(arm, run_dir, threads=1, tracker=...) as run:
+        for point in schedule(run.ledger, arm, recipe):
+            if point.validate: record_validation(run.ledger, run.tracker, point, <validate>)
+            if point.save: save_step(...)
+            if point.lr is None: break
+            record_update(run.ledger, run.tracker, point, <one GRPO step at point.lr>)
 
 1. Seeding block: the run's ``seed`` fixes torch's global stream and one ``numpy`` Generator
    keyed on ``(seed, branch step)`` that draws the rollouts' sample seeds, so a continuation
@@ -23,7 +30,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -36,11 +43,10 @@ from negotiation.training._checkpoint import (
 from negotiation.training._config import RunArm
 from negotiation.training._grpo import lr_at
 
-__all__ = ["CURVES_FILE", "VALIDATION_FILE", "RunLedger", "TrainSummary", "run_steps", "run_tracker",
-           "run_training", "save_step", "write_curves"]
+__all__ = ["CURVES_FILE", "VALIDATION_FILE", "RunLedger", "StepPoint", "TrainSummary", "TrainingRun", "record_update",
+           "record_validation", "run_tracker", "save_step", "schedule", "write_curves"]
 
 CURVES_FILE, VALIDATION_FILE = "curves.csv", "validation.csv"
-State = TypeVar("State")
 
 
 @dataclass
@@ -135,72 +141,93 @@ def run_tracker(arm: RunArm, *, track: bool, parent_run: str | None, protocol_ha
     return MlflowTracker(experiment_name(arm.study), arm.arm, flatten(params), {**identity, **tags, **provenance})
 
 
-def run_training(arm: RunArm, run_dir: str | Path, *, threads: int, setup: Callable[[RunLedger], State],
-                 tracker: Callable[[str | None], NullTracker], train: Callable[[State, NullTracker], None],
-                 write: Callable[[State], None] = lambda state: None) -> TrainSummary:
-    """Run one training run: seeding and start, ``setup`` (the trainer's model and optimizer),
-    ``train`` (its steps, ``run_steps``), then the tables; torch runs on ``threads`` CPU threads
-    meanwhile. A failure marks the MLflow run FAILED and propagates.
+@dataclass(frozen=True)
+class StepPoint:
+    """What one own step of the run does, in order: validate, save, then (unless last) update."""
+
+    step: int
+    """Own step (0 .. arm.steps)."""
+    combined: int
+    """The step on the chain's axis (the parent's steps first): MLflow's step."""
+    validate: bool
+    """Play the validation set at this step."""
+    save: bool
+    """Write ``step_N/`` at this step."""
+    lr: float | None
+    """The update's rate (warmup-cosine, restarted by a continuation); ``None`` at the last step,
+    which takes no update."""
+
+
+def schedule(ledger: RunLedger, arm: RunArm, recipe: Recipe, resume_step: int | None = None) -> Iterator[StepPoint]:
+    """Own steps ``0 .. arm.steps`` of one run: validation at step 0 (when the recipe says so),
+    every ``validation_every`` steps and at the end; ``step_N/`` at a fresh run's step 0 (the chain's
+    base), every ``checkpoint_every`` steps and at the end. ``resume_step``: an interrupted run goes
+    on from its own ``step_N/`` (N's validation and save were done before the interruption)."""
+    peak, floor = recipe.learning_rate * arm.lr_multiple, recipe.lr_floor * arm.lr_multiple
+    for step in range(resume_step or 0, arm.steps + 1):
+        last, done = step == arm.steps, step == resume_step
+        validating = (step == 0 and recipe.validate_at_step_zero) or (step > 0 and step % recipe.validation_every == 0)
+        fresh_start = step == 0 and ledger.parent_dir is None  # a continuation's step 0 is its parent
+        saving = fresh_start or (step > 0 and (step % recipe.checkpoint_every == 0 or last))
+        lr = None if last else lr_at(step, peak=peak, floor=floor, warmup_steps=recipe.warmup_steps,
+                                      total_steps=arm.steps)
+        yield StepPoint(step, ledger.branch_step + step, not done and (validating or last), not done and saving, lr)
+
+
+def record_validation(ledger: RunLedger, tracker: NullTracker, point: StepPoint, score: float) -> None:
+    """Keep a validation's mean S and log it at the step."""
+    ledger.val_scores[point.step] = score
+    tracker.log_step(point.combined, {"validation/score": score})
+
+
+def record_update(ledger: RunLedger, tracker: NullTracker, point: StepPoint, metrics: dict[str, float]) -> None:
+    """Keep an update's metrics as the curve row of own step ``point.step + 1`` and log them."""
+    ledger.curves.append({"step": point.step + 1, "combined_step": point.combined + 1, **metrics})
+    tracker.log_step(point.combined + 1, metrics)
+
+
+class TrainingRun:
+    """One training run's frame, for ``with``: on entry the seeding and start (``ledger``), the
+    run's tracker (``tracker``, built from the parent's MLflow run id) and torch on ``threads`` CPU
+    threads; on a clean exit the checkpoint list tagged, the tracker finished and the curves
+    written; on an error the MLflow run is marked FAILED and the error propagates.
 
     Args:
         tracker: builds the tracker from the parent's MLflow run id (``run_tracker``).
-        write: writes the trainer's own tables besides the curves, after the run ends.
     """
-    t0, cpu0, run_dir, old_threads = time.perf_counter(), time.process_time(), Path(run_dir), torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        ledger = _start(arm, run_dir)
-        state = setup(ledger)
-        run = tracker(read_training_info(arm.parent).mlflow_run_id if arm.parent else None)
+
+    def __init__(self, arm: RunArm, run_dir: str | Path, *, threads: int,
+                 tracker: Callable[[str | None], NullTracker]):
+        self.arm, self.run_dir, self.threads, self._make_tracker = arm, Path(run_dir), threads, tracker
+
+    def __enter__(self) -> TrainingRun:
+        self.t0, self.cpu0, self.old_threads = time.perf_counter(), time.process_time(), torch.get_num_threads()
+        torch.set_num_threads(self.threads)
         try:
-            train(state, run)
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self.ledger = _start(self.arm, self.run_dir)
+            parent = self.arm.parent
+            self.tracker = self._make_tracker(read_training_info(parent).mlflow_run_id if parent else None)
         except BaseException:
-            run.finish("FAILED")
+            torch.set_num_threads(self.old_threads)
             raise
-        run.set_tags({"checkpoints": " ".join(ledger.checkpoints[s] for s in sorted(ledger.checkpoints))})
-        run.finish()
-    finally:
-        torch.set_num_threads(old_threads)
-    write_curves(ledger, run_dir)
-    write(state)
-    return TrainSummary(arm.arm, run_dir, ledger.branch_step, arm.steps, dict(ledger.checkpoints),
-                        dict(ledger.val_scores), time.perf_counter() - t0, time.process_time() - cpu0, run.run_id)
+        return self
 
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if exc_type is not None:
+                self.tracker.finish("FAILED")
+                return
+            self.tracker.set_tags({"checkpoints": " ".join(self.ledger.checkpoints[s]
+                                                            for s in sorted(self.ledger.checkpoints))})
+            self.tracker.finish()
+        finally:
+            torch.set_num_threads(self.old_threads)
+        write_curves(self.ledger, self.run_dir)
 
-def run_steps(ledger: RunLedger, arm: RunArm, recipe: Recipe, tracker: NullTracker, *, validate: Callable[[], float],
-              save: Callable[[int], None], update: Callable[[int, float], dict[str, float]],
-              on_step: Callable[[int, int, dict[str, float]], None] | None = None,
-              resume_step: int | None = None) -> None:
-    """Own steps ``0 .. arm.steps`` of one run.
-
-    Args:
-        validate: plays the fixed validation set, returns its mean S.
-        save: writes ``step_N/`` of an own step (``save_step``).
-        update: one GRPO step (rollouts and the optimizer step) at own step ``s`` and rate
-            ``lr``; returns its metrics (MLflow keys).
-        on_step: ``(own step done, own steps, metrics)`` after each optimizer step (progress).
-        resume_step: an interrupted run resumed from its own ``step_N/``: steps up to N, N's
-            validation and save included, are done (the ledger holds their results); the loop
-            goes on from N's update with the schedule's step N.
-    """
-    peak, floor = recipe.learning_rate * arm.lr_multiple, recipe.lr_floor * arm.lr_multiple
-    for step in range(resume_step or 0, arm.steps + 1):
-        last, combined = step == arm.steps, ledger.branch_step + step
-        done = step == resume_step  # validated and saved before the interruption
-        validating = (step == 0 and recipe.validate_at_step_zero) or (step > 0 and step % recipe.validation_every == 0)
-        if not done and (validating or last):
-            ledger.val_scores[step] = validate()
-            tracker.log_step(combined, {"validation/score": ledger.val_scores[step]})
-        fresh_start = step == 0 and ledger.parent_dir is None  # a continuation's step 0 is its parent
-        if not done and (fresh_start or (step > 0 and (step % recipe.checkpoint_every == 0 or last))):
-            save(step)
-            tracker.flush()
-        if last:
-            break
-        lr = lr_at(step, peak=peak, floor=floor, warmup_steps=recipe.warmup_steps, total_steps=arm.steps)
-        metrics = update(step, lr)
-        ledger.curves.append({"step": step + 1, "combined_step": combined + 1, **metrics})
-        tracker.log_step(combined + 1, metrics)
-        if on_step is not None:
-            on_step(step + 1, arm.steps, metrics)
+    def summary(self) -> TrainSummary:
+        """What the run produced (call after the ``with`` block)."""
+        ledger = self.ledger
+        return TrainSummary(self.arm.arm, self.run_dir, ledger.branch_step, self.arm.steps, dict(ledger.checkpoints),
+                            dict(ledger.val_scores), time.perf_counter() - self.t0, time.process_time() - self.cpu0,
+                            self.tracker.run_id)

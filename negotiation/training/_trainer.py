@@ -18,7 +18,7 @@ One call of ``train_arm`` trains one arm:
    curves to ``curves.csv`` / ``validation.csv`` and MLflow.
 
 Seeding, start, the step schedule and the run's files are the same for the token-level trainer
-and live in ``negotiation.training._run``; this module holds what is the policy network's own.
+and live in ``negotiation.training._run`` (``TrainingRun``, ``schedule``); the loop is here.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from negotiation.training._data import ScenarioMaker, TrainItem, training_items,
 from negotiation.training._grpo import MAX_GRAD_NORM, clipped_surrogate, group_advantages, k3_kl, masked_mean
 from negotiation.training._rollout import Rollouts, play
 from negotiation.training._run import (
-    CURVES_FILE, VALIDATION_FILE, RunLedger, TrainSummary, run_steps, run_tracker, run_training, save_step,
+    CURVES_FILE, VALIDATION_FILE, RunLedger, TrainingRun, TrainSummary, record_update, record_validation, run_tracker,
+    save_step, schedule,
 )
 from negotiation.tracking import RECORD_FILE, NullTracker
 
@@ -144,32 +145,32 @@ def train_arm(cfg: TrainConfig, env: EnvConfig, run_dir: str | Path, *, track: b
             plus ``processes - 1`` torch-free helpers); the same bytes with any number.
         on_step: ``(own step done, own steps, metrics)`` after each optimizer step (progress).
     """
-    run_dir = Path(run_dir)
+    run_dir, recipe, arm = Path(run_dir), cfg.recipe, cfg.arm
     record_to = run_dir / RECORD_FILE if record else None
     # The helpers start first: their imports overlap this process's setup.
-    with PolicyShards(processes) as shards:
-        return run_training(cfg.arm, run_dir, threads=threads, setup=lambda ledger: _setup(cfg, ledger),
-                            tracker=lambda parent_run: _tracker(cfg, env, track, parent_run, record_to),
-                            train=lambda st, tracker: _loop(st, cfg, env, run_dir, tracker, shards, on_step))
-
-
-def _loop(st: _State, cfg: TrainConfig, env: EnvConfig, run_dir: Path, tracker: NullTracker, shards: PolicyShards,
-          on_step: Callable[[int, int, dict[str, float]], None] | None = None) -> None:
-    """Own steps 0..N (``run_steps``); each update plays ``scenarios_per_step`` x ``group_size``
-    rollouts in lockstep and takes one GRPO step on them."""
-    recipe, arm, ledger = cfg.recipe, cfg.arm, st.ledger
-    maker, spec = ScenarioMaker(cfg.data.dirichlet_alpha), f"policy:{run_dir.as_posix()}"
-    val_items, per_step = validation_items(cfg.data), recipe.scenarios_per_step
-
-    def update(step: int, lr: float) -> dict[str, float]:
-        items = training_items(cfg.data, arm.seed, ledger.consumed, per_step)
-        ledger.consumed += per_step
-        seeds = ledger.rng.integers(0, 2**31 - 1, size=(per_step, recipe.group_size))
-        ro = play(st.policy, spec, _jobs(items, seeds, maker), env, shards)
-        adv = group_advantages(ro.rewards.reshape(per_step, recipe.group_size), baseline=recipe.baseline,
-                               normalize=recipe.normalize_rewards).reshape(-1)
-        return {**_episode_stats(ro), **_grpo_update(st, ro, adv, cfg, lr)}
-
-    run_steps(ledger, arm, recipe, tracker, validate=lambda: _validate(st, val_items, maker, env, spec, shards),
-              save=lambda step: save_step(ledger, arm, run_dir, step, st.policy, tracker), update=update,
-              on_step=on_step)
+    with PolicyShards(processes) as shards, TrainingRun(arm, run_dir, threads=threads, tracker=lambda parent_run: _tracker(
+            cfg, env, track, parent_run, record_to)) as run:
+        ledger, tracker = run.ledger, run.tracker
+        st = _setup(cfg, ledger)
+        maker, spec = ScenarioMaker(cfg.data.dirichlet_alpha), f"policy:{run_dir.as_posix()}"
+        val_items, per_step = validation_items(cfg.data), recipe.scenarios_per_step
+        for point in schedule(ledger, arm, recipe):
+            if point.validate:
+                record_validation(ledger, tracker, point, _validate(st, val_items, maker, env, spec, shards))
+            if point.save:
+                save_step(ledger, arm, run_dir, point.step, st.policy, tracker)
+                tracker.flush()
+            if point.lr is None:
+                break
+            # one GRPO step: scenarios_per_step x group_size rollouts in lockstep, then one update
+            items = training_items(cfg.data, arm.seed, ledger.consumed, per_step)
+            ledger.consumed += per_step
+            seeds = ledger.rng.integers(0, 2**31 - 1, size=(per_step, recipe.group_size))
+            ro = play(st.policy, spec, _jobs(items, seeds, maker), env, shards)
+            adv = group_advantages(ro.rewards.reshape(per_step, recipe.group_size), baseline=recipe.baseline,
+                                   normalize=recipe.normalize_rewards).reshape(-1)
+            metrics = {**_episode_stats(ro), **_grpo_update(st, ro, adv, cfg, point.lr)}
+            record_update(ledger, tracker, point, metrics)
+            if on_step is not None:
+                on_step(point.step + 1, arm.steps, metrics)
+    return run.summary()

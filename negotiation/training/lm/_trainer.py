@@ -43,8 +43,8 @@ import torch
 from negotiation.training._grpo import MAX_GRAD_NORM, group_advantages
 from negotiation.training._checkpoint import step_dir
 from negotiation.training._run import (
-    CURVES_FILE, VALIDATION_FILE, RunLedger, TrainSummary, run_steps, run_tracker, run_training, save_step,
-    write_curves,
+    CURVES_FILE, VALIDATION_FILE, RunLedger, StepPoint, TrainingRun, TrainSummary, record_update, record_validation,
+    run_tracker, save_step, schedule, write_curves,
 )
 from negotiation.training.lm._config import LmTrainConfig
 from negotiation.training.lm._diagnostics import group_signal
@@ -196,14 +196,32 @@ def train_lm_arm(cfg: LmTrainConfig, run_dir: str | Path, *, track: bool = True,
             checkpoint) exactly; without it a folder holding a partial run is refused
             (``check_run_folder``). With nothing saved yet the run starts fresh.
     """
-    run_dir = Path(run_dir)
+    run_dir, t, arm = Path(run_dir), cfg.run_protocol.training, cfg.arm
     resumed = check_run_folder(run_dir, cfg, resume)
-    return run_training(cfg.arm, run_dir, threads=cfg.runtime.threads,
-                        setup=lambda ledger: _start(cfg, ledger, generator_factory, run_dir, resumed),
-                        tracker=lambda parent_run: _tracker(cfg, track, parent_run,
-                                                            run_dir / RECORD_FILE if record else None),
-                        train=lambda st, tracker: _loop(st, cfg, run_dir, tracker, resumed),
-                        write=lambda st: _finish(st, run_dir))
+    record_to = run_dir / RECORD_FILE if record else None
+    with TrainingRun(arm, run_dir, threads=cfg.runtime.threads,
+                     tracker=lambda parent_run: _tracker(cfg, track, parent_run, record_to)) as run:
+        ledger, tracker = run.ledger, run.tracker
+        st = _start(cfg, ledger, generator_factory, run_dir, resumed)
+        if resumed is not None:  # a new MLflow run: the steps before the checkpoint are logged again
+            for step, score in ledger.val_scores.items():
+                tracker.log_step(ledger.branch_step + step, {"validation/score": score})
+            for row in ledger.curves:
+                tracker.log_step(int(row["combined_step"]), {k: v for k, v in row.items() if k not in ("step", "combined_step")})
+        for point in schedule(ledger, arm, t, resume_step=None if resumed is None else resumed.record.step):
+            if point.validate:
+                record_validation(ledger, tracker, point, _validate(st, cfg))
+            if point.save:
+                save_step(ledger, arm, run_dir, point.step, st.seller, tracker)
+                write_curves(ledger, run_dir)  # a run cut short keeps its curves up to its last checkpoint
+                _write_timing(st, run_dir)
+                write_resume(run_dir, _resume_state(st, cfg, point.step))
+                tracker.flush()
+            if point.lr is None:
+                break
+            record_update(ledger, tracker, point, _grpo_step(st, cfg, tracker, point))
+    _finish(st, run_dir)
+    return run.summary()
 
 
 def _finish(st: _State, run_dir: Path) -> None:
@@ -222,37 +240,19 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, time.perf_counter() - start
 
 
-def _loop(st: _State, cfg: LmTrainConfig, run_dir: Path, tracker: NullTracker, resumed: ResumeState | None) -> None:
-    """Own steps 0..N (``run_steps``); each update plays ``scenarios_per_step`` x ``group_size``
-    token episodes and takes one token-level GRPO step on them. A resumed run goes on after its
-    last checkpoint (re-logging the steps before it: the tracker is a new MLflow run)."""
+def _grpo_step(st: _State, cfg: LmTrainConfig, tracker: NullTracker, point: StepPoint) -> dict[str, float]:
+    """One GRPO step: ``scenarios_per_step`` x ``group_size`` token episodes, then one token-level
+    update on them at ``point.lr``; its metrics (the timing row goes to ``timing.csv`` and MLflow)."""
     t, arm, ledger = cfg.run_protocol.training, cfg.arm, st.ledger
-
-    def update(step: int, lr: float) -> dict[str, float]:
-        states = training_scenarios(cfg.run_protocol, offset=ledger.consumed, count=t.scenarios_per_step, seed=arm.seed)
-        ledger.consumed += t.scenarios_per_step
-        seeds = ledger.rng.integers(0, 2**31 - 1, size=(t.scenarios_per_step, t.group_size))
-        group = [s for s in states for _ in range(t.group_size)]
-        ep, gen_s = _timed(lambda: _play(st, cfg, group, [int(x) for x in seeds.reshape(-1)]))
-        metrics, train_s = _timed(lambda: _update(st, cfg, ep, lr))
-        st.timing.append(_timing_row(st, step + 1, ep, gen_s, train_s))
-        tracker.log_step(ledger.branch_step + step + 1,
-                         {f"timing/{k}": v for k, v in st.timing[-1].items() if k != "step"})
-        return {**_episode_stats(ep), **metrics}
-
-    def save(step: int) -> None:
-        save_step(ledger, arm, run_dir, step, st.seller, tracker)
-        write_curves(ledger, run_dir)  # a run cut short keeps its curves up to its last checkpoint
-        _write_timing(st, run_dir)
-        write_resume(run_dir, _resume_state(st, cfg, step))
-
-    if resumed is not None:
-        for step, score in ledger.val_scores.items():
-            tracker.log_step(ledger.branch_step + step, {"validation/score": score})
-        for row in ledger.curves:
-            tracker.log_step(int(row["combined_step"]), {k: v for k, v in row.items() if k not in ("step", "combined_step")})
-    run_steps(ledger, arm, t, tracker, validate=lambda: _validate(st, cfg), save=save, update=update,
-              resume_step=None if resumed is None else resumed.record.step)
+    states = training_scenarios(cfg.run_protocol, offset=ledger.consumed, count=t.scenarios_per_step, seed=arm.seed)
+    ledger.consumed += t.scenarios_per_step
+    seeds = ledger.rng.integers(0, 2**31 - 1, size=(t.scenarios_per_step, t.group_size))
+    group = [s for s in states for _ in range(t.group_size)]
+    ep, gen_s = _timed(lambda: _play(st, cfg, group, [int(x) for x in seeds.reshape(-1)]))
+    metrics, train_s = _timed(lambda: _update(st, cfg, ep, point.lr))
+    st.timing.append(_timing_row(st, point.step + 1, ep, gen_s, train_s))
+    tracker.log_step(point.combined + 1, {f"timing/{k}": v for k, v in st.timing[-1].items() if k != "step"})
+    return {**_episode_stats(ep), **metrics}
 
 
 def _timing_row(st: _State, step: int, ep: TokenEpisodes, gen_s: float, train_s: float) -> dict[str, float]:
