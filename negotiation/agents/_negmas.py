@@ -176,7 +176,12 @@ def make_negmas(spec: AgentSpec, role: Role) -> NegmasAgent:
     spec.check_known(("levels", "timeout"))
     levels = spec.option("levels", 5, int, lo=2, hi=101)
     timeout_s = spec.option("timeout", 10.0, float, lo=0, hi=3600, lo_open=True)
-    classes = anac_classes()
+    try:
+        classes = anac_classes()
+    except ImportError as exc:  # the anac extra is missing: say which install brings it
+        from negotiation._install import install_hint
+
+        raise ConfigError(f"agent spec {spec.text!r}: {install_hint(exc) or exc}") from exc
     if spec.target not in classes:
         import difflib
 

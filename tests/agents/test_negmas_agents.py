@@ -165,3 +165,9 @@ def test_specs_name_their_bad_part():
         make_agent("negmas:AgentK?levels=1", "buyer")
     with pytest.raises(ConfigError, match=r"'negmas:AgentK\?level=3':level: unknown option"):
         make_agent("negmas:AgentK?level=3", "buyer")
+
+
+def test_without_the_anac_extra_the_spec_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "negmas_genius_agents", None)
+    with pytest.raises(ConfigError, match=r"'negmas:AgentK': negmas_genius_agents is not installed .*\.\[anac\]"):
+        make_agent("negmas:AgentK", "buyer")
