@@ -70,7 +70,8 @@ class _Session:
         self.space = self.ufun.outcome_space
         self.rounds = view.max_turns // 2
         self.nmi, self.table = make_nmi(self.space, self.rounds)
-        self.negotiator = agent.cls(name=agent.role, id=agent.role)
+        self.negotiator = agent.call(0, view.sample_seed, "construct",
+                                     lambda: agent.cls(name=agent.role, id=agent.role))
         agent.call(0, view.sample_seed, "join", lambda: self.negotiator.join(
             self.nmi, sao_state(1, self.rounds, None, agent.role), ufun=self.ufun, role=agent.role))
         self.table.state = sao_state(1, self.rounds, None, agent.role)
@@ -195,7 +196,8 @@ def make_negmas(spec: AgentSpec, role: Role) -> NegmasAgent:
 def check_negmas_agent(name: str, domain: str = "used_car", seed: int = 0, rounds: int = 4,
                        levels: int = 2) -> str | None:
     """Why ``negmas:<name>`` cannot run, or None: it plays one episode of ``rounds`` rounds as buyer
-    against ``scripted:boulware`` on ``domain`` (an error row's reason, or a build failure's)."""
+    against ``scripted:boulware`` on ``domain`` twice, with fresh agents; an error row's reason, or
+    transcripts that differ (its randomness escapes the per-turn seeding), say why."""
     from negotiation.agents._llm_retry import AgentCallError
     from negotiation.agents._spec import make_agent
     from negotiation.env import EnvConfig, load_domain, make_scenario, run_episode
@@ -203,13 +205,16 @@ def check_negmas_agent(name: str, domain: str = "used_car", seed: int = 0, round
     env = EnvConfig(max_rounds=rounds, no_deal_penalty=0.3, g_fmt=0.0, g_len=0.0, t_soft=float(rounds),
                     accept_applies_terms=False)
     scenario = make_scenario(load_domain(domain), seed)
-    try:
+    transcripts = []
+    for _ in range(2):
         buyer = make_agent(f"negmas:{name}?levels={levels}", "buyer")
-        run_episode(scenario, make_agent("scripted:boulware", "seller"), buyer, env)
-    except AgentCallError as err:
-        return f"{err.error_class}: {err.message}"
-    except TypeError as err:  # a class that cannot be built from a name and an id alone
-        return f"cannot construct: {err}"
+        try:
+            episode = run_episode(scenario, make_agent("scripted:boulware", "seller"), buyer, env)
+        except AgentCallError as err:
+            return f"{err.error_class}: {err.message}"
+        transcripts.append([turn.raw for turn in episode.turns])
+    if transcripts[0] != transcripts[1]:
+        return "not repeatable: the same seed gave two transcripts"
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import secrets
 
 import numpy as np
 import pytest
@@ -58,6 +59,18 @@ class Raiser(AgentK):
 class Staller(AgentK):
     def propose_(self, state, dest=None):
         return None
+
+
+class BadInit(AgentK):
+    def __init__(self, *args, **kwargs):
+        raise ValueError("cannot start")
+
+
+class Unseeded(AgentK):
+    """Draws from the operating system, which no per-turn seed reaches."""
+
+    def propose_(self, state, dest=None):
+        return tuple(issue.values[secrets.randbelow(issue.cardinality)] for issue in self.nmi.outcome_space.issues)
 
 
 def _buyer(cls=AgentK, levels=2) -> NegmasAgent:
@@ -149,6 +162,7 @@ CELL = CellSpec(study="t", arm="a", seller="scripted:boulware", buyers={"anac": 
 @pytest.mark.parametrize("cls,error_class,words", [
     (Raiser, "RuntimeError", "propose_ raised: boom in the negotiator"),
     (Staller, "NegotiatorStalled", "proposed nothing"),
+    (BadInit, "ValueError", "construct raised: cannot start"),
 ])
 def test_a_failing_negotiator_ends_its_episode_as_an_error_row(cls, error_class, words):
     row, turns = asyncio.run(play_episode(("a", "used_car", 3, "anac"), 0, CELL,
@@ -171,3 +185,21 @@ def test_without_the_anac_extra_the_spec_says_what_to_install(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "negmas_genius_agents", None)
     with pytest.raises(ConfigError, match=r"'negmas:AgentK': negmas_genius_agents is not installed .*\.\[anac\]"):
         make_agent("negmas:AgentK", "buyer")
+
+
+def test_as_seller_it_opens_and_repeats():
+    seller = NegmasAgent("negmas:AgentK", "seller", AgentK, levels=2)
+    first = run_episode(CAR, seller, make_agent("scripted:titfortat", "buyer"), ENV)
+    again = run_episode(CAR, NegmasAgent("negmas:AgentK", "seller", AgentK, levels=2),
+                        make_agent("scripted:titfortat", "buyer"), ENV)
+    assert parse_message(first.turns[0].raw).action == "COUNTER" and len(first.turns[0].ledger_after) == 10
+    assert _texts(first) == _texts(again)
+
+
+def test_the_check_names_an_agent_whose_randomness_escapes_the_seed(monkeypatch):
+    from negotiation.agents import _negmas
+
+    classes = {**_negmas.anac_classes(), "Unseeded": (None, Unseeded)}
+    monkeypatch.setattr(_negmas, "anac_classes", lambda: classes)
+    assert _negmas.check_negmas_agent("AgentK") is None
+    assert _negmas.check_negmas_agent("Unseeded") == "not repeatable: the same seed gave two transcripts"
