@@ -127,7 +127,7 @@ class NegmasAgent:
         """``(accepted, proposed outcome)`` of the agent's turn ``turn`` after ``history``."""
         last = history[-1] if history else None
         offered = last is not None and last.role != self.role and last.ok is not False
-        offer = ledger_outcome(session.domain, session.space, last.ledger_after) if offered else None  # type: ignore[union-attr]
+        offer = ledger_outcome(session.domain, session.space, last.ledger_after) if last and offered else None
         state = sao_state((turn + 1) // 2, session.rounds, offer, self.role)
         session.table.state = state
         if offer is not None:
