@@ -38,10 +38,12 @@ class SpyK(AgentK):
 
     proposed: list = []
     answered: list = []
+    times: list = []
 
     def propose_(self, state, dest=None):
         outcome = super().propose_(state, dest)
         SpyK.proposed.append(outcome)
+        SpyK.times.append(state.relative_time)
         return outcome
 
     def respond_(self, state, source=None):
@@ -87,6 +89,7 @@ def _texts(episode) -> list[str]:
 
 def test_the_buyers_offers_are_what_the_negotiator_proposed():
     SpyK.proposed.clear()
+    SpyK.times.clear()
     episode = _play(CAR, _buyer(SpyK))
     counters = [t for t in episode.turns if t.role == "buyer" and parse_message(t.raw).action == "COUNTER"]
     assert counters and len(counters) == len(SpyK.proposed)
@@ -94,6 +97,8 @@ def test_the_buyers_offers_are_what_the_negotiator_proposed():
         contract = outcome_contract(CAR.domain, outcome)
         assert {k: turn.ledger_after[k] for k in contract} == contract
     assert counters[0].raw.splitlines()[0].startswith(("Thanks", "I appreciate", "I've looked"))  # scripted prose
+    # time is the round over the cap as NegMAS counts it: round r of R shows r / (R + 1)
+    assert SpyK.times == pytest.approx([(t.turn // 2) / (ENV.max_rounds + 1) for t in counters])
 
 
 def test_a_profiled_domain_from_negmas_plays_with_the_raw_profiles(tmp_path):
