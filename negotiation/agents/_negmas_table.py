@@ -49,7 +49,7 @@ class _Table:
         return list(self.outcome_space.enumerate_or_sample(max_cardinality=max_cardinality))
 
     def discrete_outcome_space(self, levels: int = 10, max_cardinality: int | float = float("inf")) -> Any:
-        return self.outcome_space
+        return self.outcome_space  # already discrete: continuous terms are the agent's grid
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"the text protocol's SAO stand-in has no {name!r} (no SAOMechanism runs)")
