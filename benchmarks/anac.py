@@ -70,13 +70,15 @@ def main() -> int:
         args.agents, args.episodes, args.levels = "AgentK", 2, 2
     names = sorted(anac_classes()) if args.agents == "all" else args.agents.split(",")
     pairs = keys(args.study, args.episodes)
-    results = [play(args.baseline, args, pairs)]
-    results += [play(f"negmas:{name}?levels={args.levels}", args, pairs) for name in names]
-    for r in results:
+    results = []
+    for spec in [args.baseline, *(f"negmas:{name}?levels={args.levels}" for name in names)]:
+        r = play(spec, args, pairs)
+        results.append(r)
+        # each buyer's line as soon as it is played: a run over every agent takes many minutes
         print(f"{r['spec']:<40} {r['rate']:8.2f} episodes/s ({r['episodes']} episodes, {r['deals']} deals, "
-              f"{len(r['errors'])} error rows)")
+              f"{len(r['errors'])} error rows)", flush=True)
         for error in r["errors"]:
-            print(f"    {error}")
+            print(f"    {error}", flush=True)
     failing = [r["spec"] for r in results if r["errors"]]
     print(f"{len(results) - 1 - len([f for f in failing if f.startswith('negmas:')])} of {len(results) - 1} "
           f"ANAC agents played every episode without an error row against {args.seller}")
