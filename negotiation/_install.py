@@ -11,7 +11,7 @@ EXTRA_OF = {
     "torch": "pipeline", "dvc": "pipeline", "mlflow": "pipeline", "great_expectations": "pipeline",
     "scipy": "pipeline", "matplotlib": "pipeline", "jinja2": "pipeline", "numba": "fast",
     "litellm": "llm", "transformers": "llm", "tokenizers": "llm", "accelerate": "llm", "safetensors": "llm",
-    "vllm": "serve", "negmas": "anac",
+    "vllm": "serve", "negmas": "anac", "negmas_genius_agents": "anac",
 }
 """Top-level module -> the first extra (in ``pyproject.toml`` order) that installs it."""
 

@@ -13,12 +13,16 @@ from negotiation.agents._scripted import ScriptedAgent, make_scripted
 from negotiation.agents._kinds import AgentKind, agent_kind, kind_names, register_kind
 from negotiation.agents._spec import AgentSpec, kind_factory, make_agent, parse_spec
 from negotiation.env import Agent, Reply, View
+# ANAC agents as parties: the module registers the ``negmas`` kind (NegMAS loads on first use)
+from negotiation.agents._negmas import NegmasAgent, anac_classes, check_negmas_agent, make_negmas
 
 __all__ = [
     "Agent", "AgentCallError", "AgentKind", "AgentSpec", "RateLimit", "RateLimiter", "Reply", "RetryPolicy", "ScriptedAgent", "View", "action_json", "agent_kind",
     "configure_rate_limits", "configured_rate_limits", "install_limiters", "kind_factory", "kind_names", "make_agent", "provider_limiter",
     "rate_limits_from_params",
-    "make_scripted", "offer_at_target", "parse_spec", "register_kind", "render_accept",
+    "make_scripted", "offer_at_target",
+    # ANAC agents through NegMAS (``negmas:<Name>``; the ``anac`` extra loads on first use)
+    "NegmasAgent", "anac_classes", "check_negmas_agent", "make_negmas", "parse_spec", "register_kind", "render_accept",
     "render_counter", "term_phrase", "Policy", "PolicyAgent", "PolicyArch",
     # secrets: every key a provider call reads is redacted from what the harness writes
     "redact", "redact_obj", "redact_obj_with", "redactor",

@@ -17,6 +17,8 @@ _COMMANDS = {  # name: (module:attribute, the one-line help `nego --help` shows 
                  "Freeze and verify a study's protocol: protocol/<study>/{protocol,arms}.yaml and its domains."),
     "domain": ("negotiation.cli._domain_cmds:domain_app",
                "Import a Genius/NegMAS scenario as a domain, or export one of ours as one."),
+    "agents": ("negotiation.cli._agents_cmds:agents_app",
+               "List the ANAC agents that negmas:<Name> seats, by year, and which of them run."),
     "audit": ("negotiation.cli._registry_cmds:audit_command",
               "Audit a study against its frozen protocol; exit 1 on any uncovered departure."),
     "deviation": ("negotiation.cli._registry_cmds:deviation_app",

@@ -15,7 +15,7 @@ from negotiation._lazy import homes, lazy_attribute
 _EXPORTS = {
     "_domain": ("DOMAINS_DIR", "REPO_ROOT", "ROLES", "Domain", "Role", "Term", "default_domains_dir",
                 "load_domain", "load_domain_file", "load_domains"),
-    "_genius": ("export_genius", "import_genius"),
+    "_genius": ("export_genius", "import_genius", "negmas_space", "party_ufun"),
     "_profile": ("Profile",),
     "_engine": ("RECORD_VERSION", "EnvConfig", "Episode", "Negotiation", "TurnRecord", "aplay_turn",
                 "arun_episode", "run_episode"),

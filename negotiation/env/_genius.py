@@ -162,12 +162,25 @@ def _level_text(level: Any) -> str:
     return ("true" if level else "false") if isinstance(level, bool) else str(level)
 
 
-def _issue(term: _domain.Term) -> Any:
+def _issue(term: _domain.Term, levels: int | None = None) -> Any:
     from negmas import make_issue
 
-    if term.is_continuous:
+    if term.is_continuous and levels is None:
         return make_issue(tuple(float(x) for x in term.range), term.name)  # type: ignore[union-attr]
+    if term.is_continuous:
+        lo, hi = (float(x) for x in term.range)  # type: ignore[union-attr]
+        return make_issue([round(lo + (hi - lo) * k / (levels - 1), 6) for k in range(levels)], term.name)
     return make_issue([_level_text(v) for v in term.levels or ()], term.name)
+
+
+def negmas_space(domain: _domain.Domain, levels: int | None = None) -> Any:
+    """The domain's NegMAS outcome space, issues in term order: a continuous term is a real issue,
+    or with ``levels`` a grid of that many evenly spaced values (agents that enumerate outcomes)."""
+    from negmas import make_os
+
+    if levels is not None and levels < 2:
+        raise ConfigError(f"domain {domain.name!r}: a grid needs at least 2 levels, got {levels!r}")
+    return make_os([_issue(t, levels) for t in domain.terms], name=domain.name)
 
 
 def _line(lo: float, hi: float, e_lo: float, e_hi: float) -> Any:
@@ -177,11 +190,11 @@ def _line(lo: float, hi: float, e_lo: float, e_hi: float) -> Any:
     return AffineFun(slope=slope, bias=e_lo - slope * lo)
 
 
-def _party_values(domain: _domain.Domain, role: str, seed: int,
-                  alpha: float) -> tuple[list, list, float, float | None]:
-    """``(value functions, weights, reservation, discount)`` of ``role`` in NegMAS's terms."""
+def _party_values(domain: _domain.Domain, prefs: _scenario.PartyPrefs) -> tuple[list, list, float, float | None]:
+    """``(value functions, weights, reservation, discount)`` of the party in NegMAS's terms."""
     from negmas.preferences import TableFun
 
+    role = prefs.role
     if domain.profiles is not None:
         profile = domain.profiles[role]  # type: ignore[index]
         values = [_line(*t.range, *profile.ends[t.name]) if t.is_continuous  # type: ignore[misc]
@@ -189,7 +202,6 @@ def _party_values(domain: _domain.Domain, role: str, seed: int,
         weights = [profile.weights[t.name] for t in domain.terms]
         reservation = profile.reservation if profile.reservation is not None else 0.0
         return values, weights, reservation, profile.discount
-    prefs = _scenario.make_scenario(domain, seed, alpha).prefs(role)  # type: ignore[arg-type]
     values = []
     for t in domain.terms:
         if t.is_continuous:
@@ -201,21 +213,32 @@ def _party_values(domain: _domain.Domain, role: str, seed: int,
     return values, [prefs.weights[t.name] for t in domain.terms], 0.0, None
 
 
+def party_ufun(domain: _domain.Domain, prefs: _scenario.PartyPrefs, space: Any) -> tuple[Any, float | None]:
+    """``(linear additive ufun, discount)`` of one party over ``space`` (``negmas_space``): a
+    profiled party's raw profile, a drawn party's preferences as ``export_genius`` writes them."""
+    _negmas()
+    from negmas.preferences import LinearAdditiveUtilityFunction
+
+    values, weights, reservation, discount = _party_values(domain, prefs)
+    ufun = LinearAdditiveUtilityFunction(values=values, weights=weights, outcome_space=space,
+                                         reserved_value=reservation, name=prefs.role)
+    return ufun, discount
+
+
 def export_genius(domain: _domain.Domain, folder: Path, seed: int = 0,
                   alpha: float = _scenario.DEFAULT_DIRICHLET_ALPHA) -> list[Path]:
     """Write ``domain`` (a drawn one for ``seed``) as Genius XML files in ``folder``; their paths."""
     _negmas()
-    from negmas import make_os
     from negmas.inout import Scenario
-    from negmas.preferences import LinearAdditiveUtilityFunction, make_discounted_ufun
+    from negmas.preferences import make_discounted_ufun
 
-    space = make_os([_issue(t) for t in domain.terms], name=domain.name)
+    space = negmas_space(domain)
+    scenario = _scenario.make_scenario(domain, seed, alpha)
     ufuns = []
     for role in _domain.ROLES:
-        values, weights, reservation, discount = _party_values(domain, role, seed, alpha)
-        ufun = LinearAdditiveUtilityFunction(values=values, weights=weights, outcome_space=space,
-                                             reserved_value=reservation, name=role)
+        ufun, discount = party_ufun(domain, scenario.prefs(role), space)  # type: ignore[arg-type]
         if discount is not None:
+            reservation = ufun.reserved_value
             ufun = make_discounted_ufun(ufun, discount_per_round=discount, power_per_round=1.0)
             # NegMAS writes the wrapper's reservation (-inf unless set), not the inner one's
             ufun.name, ufun.reserved_value = role, reservation

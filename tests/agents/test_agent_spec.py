@@ -22,7 +22,7 @@ def test_plain_and_optioned_specs():
 
 @pytest.mark.parametrize("text,match", [
     ("boulware", r"agent spec 'boulware': expected 'kind:target'"),
-    ("robot:x", r"agent spec 'robot:x':kind: unknown kind 'robot'; known: hf, litellm, policy, scripted, vllm"),
+    ("robot:x", r"agent spec 'robot:x':kind: unknown kind 'robot'; known: hf, litellm, negmas, policy, scripted, vllm"),
     ("scripted:", r"agent spec 'scripted:':target: empty"),
     ("scripted:?e=1", r"agent spec 'scripted:\?e=1':target: empty"),
 ])
