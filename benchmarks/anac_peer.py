@@ -7,6 +7,7 @@ Usage::
     python benchmarks/anac_peer.py [--pairs AgentK:HardHeaded,...] [--domains used_car,job_offer]
                                    [--seeds 0,1] [--levels 2]
 
+``--small`` (CI) plays two pairs on one scenario at ``--levels 2``.
 Exit status 1 when any run does not match.
 """
 
@@ -35,7 +36,10 @@ def main() -> int:
     parser.add_argument("--domains", default="used_car,job_offer,supply_contract")
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--levels", type=int, default=2)
+    parser.add_argument("--small", action="store_true", help="CI: two pairs, used_car seed 0, levels 2")
     args = parser.parse_args()
+    if args.small:
+        args.pairs, args.domains, args.seeds, args.levels = ",".join(PAIRS.split(",")[2:4]), "used_car", "0", 2
     pairs = [tuple(p.split(":")) for p in args.pairs.split(",")]
     print("| seller | buyer | domain | seed | deal (ours / NegMAS) | seller u | buyer u | turns | accepted by | match |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
