@@ -49,3 +49,18 @@ def test_match_sees_a_difference():
     assert not replace(check, negmas=replace(check.negmas, accepted_by="seller")).match
     no_deal = replace(check.negmas, agreement=None, seller_utility=None, buyer_utility=None, accepted_by=None)
     assert not replace(check, negmas=no_deal).match
+
+
+def test_no_anac_agent_listens_to_the_callbacks_the_kind_never_calls():
+    # SAOMechanism (extra_callbacks=True by default) tells each negotiator of the partner's offers and
+    # answers and of rounds; the ``negmas:`` kind calls only propose_/respond_, so an agent that
+    # overrode one of these would see less in our protocol: none does, which the 168 matches rely on
+    from negmas.sao import SAONegotiator
+
+    from negotiation.agents import anac_classes
+
+    callbacks = ("on_partner_proposal", "on_partner_response", "on_round_start", "on_round_end", "on_partner_ended")
+    assert all(hasattr(SAONegotiator, hook) for hook in callbacks)
+    listening = [(name, hook) for name, (_, cls) in anac_classes().items() for hook in callbacks
+                 if getattr(cls, hook, None) is not getattr(SAONegotiator, hook, None)]
+    assert not listening
