@@ -13,7 +13,8 @@ engine (``run_episode``, offers spoken in the scripted personas' prose and parse
 - no time limit, so only the step count ends the negotiation, as the round cap ends ours.
 
 Both outcomes are given as ``PeerOutcome``: the agreement as an outcome tuple (None for no deal),
-each side's utility under its ufun, turns played and who accepted.
+each side's utility under its ufun, turns played, who accepted and every offer. Over 168 runs
+(``docs/results/anac-peer-2026-12-04``) they were equal but for ``TIMED_OUT_OFFER``.
 """
 
 from __future__ import annotations
