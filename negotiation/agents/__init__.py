@@ -15,6 +15,7 @@ from negotiation.agents._spec import AgentSpec, kind_factory, make_agent, parse_
 from negotiation.env import Agent, Reply, View
 # ANAC agents as parties: the module registers the ``negmas`` kind (NegMAS loads on first use)
 from negotiation.agents._negmas import NegmasAgent, anac_classes, check_negmas_agent, make_negmas
+from negotiation.agents._negmas_peer import TIMED_OUT_OFFER, PeerCheck, PeerOutcome, peer_check
 
 __all__ = [
     "Agent", "AgentCallError", "AgentKind", "AgentSpec", "RateLimit", "RateLimiter", "Reply", "RetryPolicy", "ScriptedAgent", "View", "action_json", "agent_kind",
@@ -22,7 +23,9 @@ __all__ = [
     "rate_limits_from_params",
     "make_scripted", "offer_at_target",
     # ANAC agents through NegMAS (``negmas:<Name>``; the ``anac`` extra loads on first use)
-    "NegmasAgent", "anac_classes", "check_negmas_agent", "make_negmas", "parse_spec", "register_kind", "render_accept",
+    "NegmasAgent", "anac_classes", "check_negmas_agent", "make_negmas", "parse_spec",
+    # a peer's check: an ANAC pairing in our protocol beside NegMAS's own SAOMechanism
+    "PeerCheck", "PeerOutcome", "TIMED_OUT_OFFER", "peer_check", "register_kind", "render_accept",
     "render_counter", "term_phrase", "Policy", "PolicyAgent", "PolicyArch",
     # secrets: every key a provider call reads is redacted from what the harness writes
     "redact", "redact_obj", "redact_obj_with", "redactor",
