@@ -34,17 +34,39 @@ from __future__ import annotations
 import random
 import time
 from collections import OrderedDict
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from negotiation.agents._kinds import AgentKind, register_kind
 from negotiation.agents._negmas_table import PARTNER, ledger_outcome, make_nmi, outcome_contract, own_ufun, sao_state
 from negotiation.agents._offers import changed_terms
 from negotiation.agents._prose import render_accept, render_counter, turn_rng
 from negotiation.agents._spec import AgentSpec
-from negotiation.env import Message, Reply, Role, View
+from negotiation.env import EnvConfig, Message, Reply, Role, View
 from negotiation.errors import ConfigError
 
-__all__ = ["NegmasAgent", "anac_classes", "check_negmas_agent", "make_negmas"]
+__all__ = ["NegmasAgent", "anac_classes", "check_negmas_agent", "make_negmas", "plain_env", "seeded_random"]
+
+
+@contextmanager
+def seeded_random(seed: int, turn: int, role: str) -> Iterator[None]:
+    """The module ``random`` seeded from ``turn_seed(seed, turn, role)`` inside, restored after:
+    the one seeding of an ANAC agent's calls (the agent kind's and the peer check's alike)."""
+    from negotiation.agents._llm_settings import turn_seed
+
+    saved = random.getstate()
+    random.seed(turn_seed(seed, turn, role))
+    try:
+        yield
+    finally:
+        random.setstate(saved)
+
+
+def plain_env(rounds: int) -> EnvConfig:
+    """Offers-only rules over ``rounds`` rounds (no format or length penalty, ACCEPT ignores
+    attached terms): what the agent check and the peer check play."""
+    return EnvConfig(max_rounds=rounds, no_deal_penalty=0.3, g_fmt=0.0, g_len=0.0, t_soft=float(rounds),
+                     accept_applies_terms=False)
 
 
 def anac_classes() -> dict[str, tuple[int | None, type]]:
@@ -150,17 +172,12 @@ class NegmasAgent:
     def call(self, turn: int, seed: int, what: str, fn: Any) -> Any:
         """``fn()`` with the module ``random`` seeded for this turn (restored after), timed; a raise
         or an overrun is an ``AgentCallError`` naming the agent, the call and the turn."""
-        from negotiation.agents._llm_settings import turn_seed
-
-        saved = random.getstate()
-        random.seed(turn_seed(seed, turn, self.role))
         start = time.perf_counter()
         try:
-            result = fn()
+            with seeded_random(seed, turn, self.role):
+                result = fn()
         except Exception as exc:  # any raise inside a foreign negotiator ends this episode, not the run
             self._fail(turn, type(exc).__name__, f"{what} raised: {exc}", exc)
-        finally:
-            random.setstate(saved)
         spent = time.perf_counter() - start
         if spent > self.timeout_s:
             self._fail(turn, "NegotiatorTimeout", f"{what} took {spent:.1f} s, over timeout={self.timeout_s:g} s")
@@ -202,10 +219,9 @@ def check_negmas_agent(name: str, domain: str = "used_car", seed: int = 0, round
     transcripts that differ (its randomness escapes the per-turn seeding), say why."""
     from negotiation.agents._llm_retry import AgentCallError
     from negotiation.agents._spec import make_agent
-    from negotiation.env import EnvConfig, load_domain, make_scenario, run_episode
+    from negotiation.env import load_domain, make_scenario, run_episode
 
-    env = EnvConfig(max_rounds=rounds, no_deal_penalty=0.3, g_fmt=0.0, g_len=0.0, t_soft=float(rounds),
-                    accept_applies_terms=False)
+    env = plain_env(rounds)
     scenario = make_scenario(load_domain(domain), seed)
     transcripts = []
     for _ in range(2):

@@ -19,11 +19,10 @@ each side's utility under its ufun, turns played, who accepted and every offer. 
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, replace
 from typing import Any
 
-from negotiation.agents._negmas import anac_classes
+from negotiation.agents._negmas import anac_classes, plain_env, seeded_random
 from negotiation.agents._negmas_table import ledger_outcome, own_ufun
 from negotiation.env import EnvConfig, load_domain, make_scenario, run_episode
 
@@ -77,16 +76,11 @@ def _outcome(agreement: tuple | None, ufuns: dict[str, Any], turns: int, accepte
 
 def _seeded_class(cls: type, role: str, sample_seed: int) -> type:
     """``cls`` with every call the agent kind seeds seeded the same way (and ``random`` restored)."""
-    from negotiation.agents._llm_settings import turn_seed
 
     def seeded(turn_of, method):
         def call(self, *args, **kwargs):
-            saved = random.getstate()
-            random.seed(turn_seed(sample_seed, turn_of(*args, **kwargs), role))
-            try:
+            with seeded_random(sample_seed, turn_of(*args, **kwargs), role):
                 return method(self, *args, **kwargs)
-            finally:
-                random.setstate(saved)
         return call
 
     offset = 1 if role == "seller" else 2  # step s is the seller's turn 2s + 1, the buyer's 2s + 2
@@ -106,16 +100,12 @@ def _negmas_run(classes: dict[str, type], ufuns: dict[str, Any], rounds: int, sa
     """NegMAS's own run of the pairing, aligned with our protocol (module docstring)."""
     from negmas.sao import SAOMechanism
 
-    from negotiation.agents._llm_settings import turn_seed
-
     space = ufuns["seller"].outcome_space
     mechanism = SAOMechanism(outcome_space=space, n_steps=rounds, time_limit=None)
     for role in ("seller", "buyer"):  # seller first: it opens
         cls = _seeded_class(classes[role], role, sample_seed)
-        saved = random.getstate()
-        random.seed(turn_seed(sample_seed, 0, role))
-        negotiator = cls(name=role, id=role)
-        random.setstate(saved)
+        with seeded_random(sample_seed, 0, role):
+            negotiator = cls(name=role, id=role)
         mechanism.add(negotiator, ufun=ufuns[role], role=role)
     mechanism.run()
     state = mechanism.state
@@ -135,8 +125,7 @@ def peer_check(domain: str, seed: int, seller: str, buyer: str, *, levels: int =
     """
     from negotiation.agents._spec import make_agent
 
-    env = env or EnvConfig(max_rounds=rounds, no_deal_penalty=0.3, g_fmt=0.0, g_len=0.0, t_soft=float(rounds),
-                           accept_applies_terms=False)
+    env = env or plain_env(rounds)
     scenario = make_scenario(load_domain(domain), seed)
     ufuns = {role: own_ufun(scenario.domain, scenario.prefs(role), levels) for role in ("seller", "buyer")}
     episode = run_episode(scenario, make_agent(f"negmas:{seller}?levels={levels}", "seller"),
