@@ -9,6 +9,7 @@ docs/training.md, "The learning ladder".
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,12 @@ from negotiation.training.lm import (
     train_lm_arm, write_verdict,
 )
 
-__all__ = ["run_learning_task"]
+__all__ = ["BASE_RECORD", "run_learning_task"]
+
+BASE_RECORD = "base.json"
+"""In a task's run folder: the digest of the base weights it started from. A frozen control pairs
+with a run only on the same weights (a GPU warm start does not repeat bit for bit, so a base
+rebuilt on another machine is another base)."""
 
 
 def _warm_protocol(protocol: Protocol, warm: LearningWarmStart) -> Protocol:
@@ -80,12 +86,15 @@ def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, 
     base = _base(protocol, size, budget.warm_start, out, runtime.device)
     cfg = task_train_config(protocol, name, task, budget, size, base=base, runtime=runtime)
     run_dir = out / f"{name}_{size}"
-    _train(cfg, run_dir, resume)
+    weights = _weights_digest(base)
+    _train(cfg, run_dir, resume, weights)
     control_dir = None
     if control or needs_frozen_control(task):
         control_dir = out / f"{name}_{size}_control"
         frozen = budget.model_copy(update={"learning_rate": FROZEN_RATE})
-        _train(task_train_config(protocol, name, task, frozen, size, base=base, runtime=runtime), control_dir, resume)
+        _train(task_train_config(protocol, name, task, frozen, size, base=base, runtime=runtime), control_dir,
+               resume, weights)
+        _check_same_base(run_dir, control_dir)
     verdict = {"version": 1, "task": name, "machine": machine, "size": size, "steps": budget.steps,
                "warm_start": None if budget.warm_start is None else budget.warm_start.model_dump(mode="json"),
                "base": str(base), "learning_rate": budget.learning_rate,
@@ -94,7 +103,38 @@ def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, 
     return verdict
 
 
-def _train(cfg: LmTrainConfig, run_dir: Path, resume: bool) -> None:
+def _weights_digest(base: Path) -> str:
+    """sha256 over the base folder's weight files (names and bytes, in name order)."""
+    digest = hashlib.sha256()
+    for path in sorted(base.glob("*.safetensors")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _recorded_base(run_dir: Path) -> str | None:
+    path = run_dir / BASE_RECORD
+    return json.loads(path.read_text(encoding="utf-8"))["weights_sha256"] if path.is_file() else None
+
+
+def _train(cfg: LmTrainConfig, run_dir: Path, resume: bool, weights: str) -> None:
+    """Train (or continue) the run in ``run_dir`` from the base whose weights digest is ``weights``."""
+    recorded = _recorded_base(run_dir)
     if resume and (run_dir / CURVES_FILE).is_file() and not (run_dir / RESUME_FILE).is_file():
         return  # finished by an earlier call: a finished run drops its resume state
+    if resume and recorded not in (None, weights):
+        raise ConfigError(f"{run_dir / BASE_RECORD}: weights_sha256 {recorded[:12]}... is not this base's "
+                          f"({weights[:12]}...): the run cannot continue on another base; move the folder away")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / BASE_RECORD).write_text(json.dumps({"version": 1, "base": str(cfg.arm.base), "weights_sha256": weights},
+                                                  indent=2) + "\n", encoding="utf-8")
     train_lm_arm(cfg, run_dir, track=False, resume=resume)
+
+
+def _check_same_base(run_dir: Path, control_dir: Path) -> None:
+    """Refuse a paired reading of a run and a control that started from different weights."""
+    run, control = _recorded_base(run_dir), _recorded_base(control_dir)
+    if run is None or control is None or run != control:
+        raise ConfigError(f"{control_dir / BASE_RECORD}: weights_sha256 {control} does not match {run_dir / BASE_RECORD} "
+                          f"({run}): a frozen control pairs only with a run from the same base weights "
+                          f"(rebuilt bases differ on a GPU); move the control away and run again")

@@ -80,6 +80,9 @@ class LearningBudget(StrictModel):
     normalize_rewards: bool | None = None
     """Whether group advantages are divided by their baseline rollouts' std (``None``: the
     recipe's). ``False`` keeps the plain leave-one-out differences, whose size the returns bound."""
+    baseline: Literal["leave_one_out", "group_mean"] | None = None
+    """Per-group baseline (``None``: the recipe's). ``group_mean`` with normalization divides by
+    the group's own std, which bounds an advantage by ``(G - 1) / sqrt(G)``."""
     seed: int = Field(default=0, ge=0)
     """Training seed of the run (data order, sample seeds, torch)."""
 

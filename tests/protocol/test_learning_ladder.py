@@ -40,6 +40,10 @@ def test_a_task_becomes_the_recipe_with_its_overrides_and_nothing_else(tmp_path)
     gpu = task_train_config(protocol, "opening", task, task.gpu, task.gpu.sizes[0], base=tmp_path)
     assert gpu.run_protocol.training.learning_rate == task.gpu.learning_rate  # the gpu_training section
     assert gpu.run_protocol.gpu_training.normalize_rewards is True  # no override: the recipe's
+    assert gpu.run_protocol.gpu_training.baseline == protocol.gpu_training.baseline == "leave_one_out"
+    grouped = load_learning(protocol, study.root).tasks["negotiation_groupnorm_lr3x"]
+    g = task_train_config(protocol, "negotiation_groupnorm_lr3x", grouped, grouped.gpu, "lm_m", base=tmp_path)
+    assert (g.run_protocol.gpu_training.baseline, g.run_protocol.gpu_training.normalize_rewards) == ("group_mean", True)
 
 
 def _copy(tmp_path: Path, old: str, new: str) -> Path:

@@ -51,6 +51,7 @@ def _task_recipe(protocol: Protocol, task: LearningTask, budget: LearningBudget,
         "warmup_steps": base.warmup_steps if task.warmup_steps is None else task.warmup_steps,
         "validation_scenarios": task.validation_scenarios or base.validation_scenarios,
         "normalize_rewards": base.normalize_rewards if budget.normalize_rewards is None else budget.normalize_rewards,
+        "baseline": budget.baseline or base.baseline,
         # one run, validated and saved every READ_EVERY steps and at its end: a run cut short (a GPU
         # call's time limit) keeps its curves and resumes; the task reads the curves
         "initial_steps": steps, "combined_steps": steps + 1, "validation_every": min(steps, READ_EVERY),
