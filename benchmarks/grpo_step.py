@@ -107,7 +107,7 @@ def summarize(rows: list[dict], peak_flops: float) -> dict:
     def med(key: str) -> float:
         return statistics.median(r[key] for r in later)
     update_flops = [6 * n * r["sequence_tokens"] / r["training_seconds"] for r in later]
-    engine = {f"{key}_median": round(med(key), 3) for key in ("env_seconds", "device_wait_seconds", "decode_steps",
+    engine = {f"{key}_median": round(med(key), 3) for key in ("env_seconds", "feed_seconds", "device_wait_seconds", "decode_steps",
                                                              "live_share") if key in later[0]}  # the slot engine's split
     return {**engine, "parameters": int(n), "first_step_s": round(rows[0]["generation_seconds"] + rows[0]["training_seconds"], 2),
             "step_s": round(statistics.median(step), 3), "generation_s": round(med("generation_seconds"), 3),

@@ -144,7 +144,8 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                "truncated": int(ep.truncated.sum())}
         if name == "engine":
             s = engine.stats
-            row.update(decode_steps=s.decode_steps, live_share=round(s.live_share, 3), env_seconds=round(s.env_seconds, 3), wait_seconds=round(s.wait_seconds, 3),
+            row.update(decode_steps=s.decode_steps, live_share=round(s.live_share, 3), env_seconds=round(s.env_seconds, 3),
+                       feed_seconds=round(s.feed_seconds, 3), wait_seconds=round(s.wait_seconds, 3),
                        env_calls=s.env_steps, graph_error=engine.decoder.graph_error,
                        compile_error=engine.decoder.compile_error)
         else:

@@ -38,6 +38,10 @@ class RolloutStats:
     env_seconds: float = 0.0
     """Host time in environment steps and the observations' prefill launches (overlapping queued
     decode steps on CUDA)."""
+    feed_seconds: float = 0.0
+    """Host time in the decoder's ``feed`` (building and launching the prefill of observations and
+    openings): within ``env_seconds`` but for the first openings' feed, before the first sync; the
+    rest of ``env_seconds`` is the environment step and the bookkeeping."""
     wait_seconds: float = 0.0
     """Host time waiting for the device at each read of the slots' state: the device's share of the
     critical path (near 0: the host's environment work bounds the rollout)."""
@@ -75,7 +79,7 @@ class SlotRollout:
                              f"the decoder's {dec.max_new_tokens} / {dec.cache_tokens}")
         self.stats = RolloutStats(slots=dec.slots)
         steps0, live0 = dec.decode_steps, dec.live_slot_steps
-        run = _Run(book, sample_seeds, rollout_turns, dec)
+        run = _Run(book, sample_seeds, rollout_turns, dec, self.stats)
         run.start(list(range(dec.slots)))
         while run.slot_of:  # some episode is decoding or waiting for its slot to be fed
             if not run.queued:
@@ -97,8 +101,10 @@ class SlotRollout:
 class _Run:
     """One ``play``: which episode holds which slot, each episode's turn and cached tokens."""
 
-    def __init__(self, book: EpisodeBook, sample_seeds: Sequence[int], rollout_turns: int, decoder: Any):
+    def __init__(self, book: EpisodeBook, sample_seeds: Sequence[int], rollout_turns: int, decoder: Any,
+                 stats: RolloutStats):
         self.book, self.seeds, self.rollout_turns, self.decoder = book, sample_seeds, rollout_turns, decoder
+        self.stats = stats
         self.waiting = list(range(len(book.ids)))[::-1]  # popped from the end: episode order
         self.slot_of: dict[int, int] = {}
         """Episode -> slot, for the episodes holding a slot."""
@@ -118,7 +124,12 @@ class _Run:
             self.decoder.release([s])
             self.slot_of[i] = s
             slots.append(s), feeds.append(self._new_tokens(i)), seeds.append(self._seed(i))
+        self._feed(slots, feeds, seeds)
+
+    def _feed(self, slots: list[int], feeds: list[list[int]], seeds: list[int]) -> None:
+        t0 = time.perf_counter()
         self.decoder.feed(slots, feeds, seeds)
+        self.stats.feed_seconds += time.perf_counter() - t0
 
     def end_turns(self, ended: list[Any]) -> None:
         """Book the ended turns, step the environment once for all of them, feed the continuing
@@ -136,7 +147,7 @@ class _Run:
                 slots.append(self.slot_of[i]), feeds.append(self._new_tokens(i)), seeds.append(self._seed(i))
             else:
                 free.append(self.slot_of.pop(i))
-        self.decoder.feed(slots, feeds, seeds)
+        self._feed(slots, feeds, seeds)
         self.start(free)
 
     def _new_tokens(self, i: int) -> list[int]:

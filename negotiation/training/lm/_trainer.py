@@ -264,7 +264,7 @@ def _timing_row(st: _State, step: int, ep: TokenEpisodes, gen_s: float, train_s:
     if isinstance(st.generate, SlotRollout):  # where the rollout's time went (docs/training.md, rollout engine)
         stats = st.generate.stats
         row.update(decode_steps=float(stats.decode_steps), live_share=stats.live_share, env_seconds=stats.env_seconds,
-                   device_wait_seconds=stats.wait_seconds)
+                   feed_seconds=stats.feed_seconds, device_wait_seconds=stats.wait_seconds)
     if torch.cuda.is_available():
         row["peak_memory_gb"] = torch.cuda.max_memory_allocated() / 2**30
     return row

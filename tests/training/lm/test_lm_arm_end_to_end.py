@@ -51,6 +51,7 @@ def test_a_tiny_grpo_arm_trains_is_read_and_plays(tmp_path, monkeypatch):
     assert list(curves["step"]) == [1, 2]
     timing = pd.read_csv(tmp_path / "run" / "timing.csv")  # the default sampler is the rollout engine
     assert (timing["decode_steps"] > 0).all() and timing["live_share"].between(0, 1, inclusive="right").all()
+    assert (timing["feed_seconds"] > 0).all()
     for key in ("train/reward", "train/kl_penalty", "train/entropy", "train/bad_parse_rate", "train/mean_gen_tokens"):
         assert curves[key].notna().all(), key
     assert (curves["train/mean_gen_tokens"] > 0).all() and (curves["train/entropy"] > 0).all()

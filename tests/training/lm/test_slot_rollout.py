@@ -84,6 +84,7 @@ def test_engine_is_token_for_token_the_turn_synchronous_loop_in_float64(setup, f
                          context_tokens=kwargs.get("context_tokens", 8192))
         _assert_same(_play(setup, engine, **kwargs), reference)
         assert engine.stats.decode_steps > 0 and 0 < engine.stats.live_share <= 1
+        assert 0 < engine.stats.feed_seconds and engine.stats.env_steps > 0
     # the three runs cover what the engine must get right
     full = _play(setup, turn_generator(model, tok, sampling=SAMPLING, stop_ids=stops))
     ends = [sum(m) for m in full.gen_mask]
