@@ -7,7 +7,10 @@ task's recipe overrides, then the task's pass criteria on the run's curves. Prin
 curves by step (reward, bad-parse rate, KL penalty, gradient norm) and the verdict, and writes
 ``learning.json`` under ``--out``. Exits 1 when a task fails (not with ``--small``). A task whose
 criteria read against a frozen control trains that control too; ``--control`` adds one to every
-task; ``--resume`` continues runs a GPU call's time limit cut (same ``--out``).
+task; ``--resume`` continues runs a GPU call's time limit cut (same ``--out``). ``--jobs N`` trains
+up to N runs (each task's run and its control) at once, one process each, after this process built
+the bases (a rollout keeps a few host cores and a small share of one H200 busy); each process logs
+to ``--out/<task>_<part>.log``, and the verdicts are read here once all have finished.
 
     python benchmarks/learning.py --device cpu --out /tmp/learning              # cpu budgets, 2 cores
     python benchmarks/learning.py --device cuda --out $OUT                      # gpu budgets, one H200
@@ -21,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -76,6 +81,36 @@ def _print_task(name: str, verdict: dict[str, Any], curves: dict[str, list[float
               f"{c['first_mean']:+.4f} -> last-{c['window']} mean {c['last_mean']:+.4f}, change {c['change']:+.4f}")
 
 
+def _part_command(args: argparse.Namespace, name: str, part: str) -> list[str]:
+    """This benchmark's command line for one part (``run``/``control``) of task ``name``."""
+    cmd = [sys.executable, __file__, "--device", args.device, "--tasks", name, "--part", part, "--resume",
+           "--threads", str(args.threads), "--out", str(args.out)]
+    for flag, value in (("--size", args.size), ("--seed", args.seed), ("--micro-batch-tokens", args.micro_batch_tokens)):
+        cmd += [] if value is None else [flag, str(value)]
+    return cmd + [flag for flag, on in (("--small", args.small), ("--compile", args.compile),
+                                        ("--control", args.control)) if on]
+
+
+def _train_side_by_side(args: argparse.Namespace, parts: list[tuple[str, str]]) -> None:
+    """Run each ``(task, part)`` in its own process, at most ``args.jobs`` at a time."""
+    running: list[tuple[str, subprocess.Popen]] = []
+    for name, part in parts:
+        while len(running) >= args.jobs:
+            _wait_one(running)
+        log = open(args.out / f"{name}_{part}.log", "a", encoding="utf-8")
+        running.append((f"{name} {part}", subprocess.Popen(_part_command(args, name, part), stdout=log,
+                                                           stderr=subprocess.STDOUT)))
+        log.close()
+    while running:
+        _wait_one(running)
+
+
+def _wait_one(running: list[tuple[str, subprocess.Popen]]) -> None:
+    label, proc = running.pop(0)
+    if proc.wait() != 0:
+        raise SystemExit(f"{label}: exit status {proc.returncode} (its log is under --out)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="cpu: the cpu budgets; cuda: the gpu budgets")
@@ -91,12 +126,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="also train each task frozen (a control) and print every curve criterion paired against it")
     parser.add_argument("--resume", action="store_true",
                         help="continue runs an earlier call left partial under --out; keep finished ones")
+    parser.add_argument("--jobs", type=int, default=1, help="runs trained at once, one process each")
+    parser.add_argument("--part", choices=("run", "control"), default=None,
+                        help="train only this run of each task, no verdict (what --jobs starts)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
 
     from negotiation.study import load_study
     from negotiation.learning import run_learning_task
-    from negotiation.training.lm import LmRuntime
+    from negotiation.training.lm import LmRuntime, needs_frozen_control
 
     study = load_study("lm")
     protocol, ladder = study.protocol, study.learning
@@ -111,6 +149,20 @@ def main(argv: list[str] | None = None) -> int:
     runtime = LmRuntime(device=args.device, dtype="float32" if machine == "cpu" else "bfloat16", threads=args.threads,
                         compile_rollout=args.compile,
                         **({} if args.micro_batch_tokens is None else {"micro_batch_tokens": args.micro_batch_tokens}))
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.part or args.jobs > 1:  # the bases first, once, in this process
+        for name in names:
+            run_learning_task(protocol, ladder, name, machine=machine, out=args.out, size=args.size, runtime=runtime,
+                              control=args.control, resume=True, parts=())
+    if args.part:
+        for name in names:
+            run_learning_task(protocol, ladder, name, machine=machine, out=args.out, size=args.size, runtime=runtime,
+                              control=args.control, resume=args.resume, parts=(args.part,))
+        return 0
+    if args.jobs > 1:
+        _train_side_by_side(args, [(name, part) for name in names for part in ("run", "control")
+                                   if part == "run" or args.control or needs_frozen_control(ladder.tasks[name])])
+        args.resume = True  # the verdicts below read the finished runs
     results = {}
     for name in names:
         start = time.perf_counter()

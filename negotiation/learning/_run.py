@@ -61,7 +61,8 @@ def _base(protocol: Protocol, size: str, warm: LearningWarmStart | None, out: Pa
 
 def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, machine: str, out: str | Path,
                       size: str | None = None, runtime: LmRuntime | None = None,
-                      control: bool = False, resume: bool = False) -> dict[str, Any]:
+                      control: bool = False, resume: bool = False,
+                      parts: tuple[str, ...] = ("run", "control")) -> dict[str, Any] | None:
     """Run task ``name`` end to end at its ``machine`` (``cpu``/``gpu``) budget: tokenizer and
     warm-started base (reused under ``out``), ``train_lm_arm`` in ``out/<name>_<size>``, then the
     pass criteria on its curves; writes and returns the verdict.
@@ -71,7 +72,12 @@ def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, 
     never move; the verdict's ``paired`` reads every curve criterion as the run minus the control
     (for the record: only criteria that say ``against: frozen_control`` judge that way). ``resume``
     continues runs an earlier call left partial (from their last checkpoint, exactly); finished runs
-    are kept."""
+    are kept. ``parts`` names the runs this call trains (``run``, ``control``): a process per part
+    trains them side by side on one GPU after a call with ``parts=()`` built the base; the verdict
+    is read only by a call that trains every part the task has (``None`` from the others)."""
+    unknown = set(parts) - {"run", "control"}
+    if unknown:
+        raise ValueError(f"parts: {sorted(unknown)} are not run or control")
     if name not in ladder.tasks:
         raise ConfigError(f"protocol/{ladder.study}/learning.yaml:tasks: no task {name!r} (tasks: {list(ladder.tasks)})")
     task = ladder.tasks[name]
@@ -87,13 +93,17 @@ def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, 
     cfg = task_train_config(protocol, name, task, budget, size, base=base, runtime=runtime)
     run_dir = out / f"{name}_{size}"
     weights = _weights_digest(base)
-    _train(cfg, run_dir, resume, weights)
-    control_dir = None
-    if control or needs_frozen_control(task):
-        control_dir = out / f"{name}_{size}_control"
+    with_control = control or needs_frozen_control(task)
+    if "run" in parts:
+        _train(cfg, run_dir, resume, weights)
+    control_dir = out / f"{name}_{size}_control" if with_control else None
+    if control_dir is not None and "control" in parts:
         frozen = budget.model_copy(update={"learning_rate": FROZEN_RATE})
         _train(task_train_config(protocol, name, task, frozen, size, base=base, runtime=runtime), control_dir,
                resume, weights)
+    if "run" not in parts or (control_dir is not None and "control" not in parts):
+        return None
+    if control_dir is not None:
         _check_same_base(run_dir, control_dir)
     verdict = {"version": 1, "task": name, "machine": machine, "size": size, "steps": budget.steps,
                "warm_start": None if budget.warm_start is None else budget.warm_start.model_dump(mode="json"),

@@ -68,3 +68,15 @@ def test_a_partial_run_does_not_continue_on_other_base_weights(trained, tmp_path
         learning.run_learning_task(study.protocol, study.learning, "negotiation", machine="gpu", out=tmp_path,
                                    resume=True)
     assert trained == []
+
+
+def test_parts_train_one_run_each_and_only_the_whole_reads_a_verdict(trained, tmp_path):
+    study = load_study("lm")
+
+    def run(parts: tuple[str, ...]):
+        return learning.run_learning_task(study.protocol, study.learning, "negotiation", machine="gpu", out=tmp_path,
+                                          resume=True, parts=parts)
+    assert run(()) is None and trained == []  # the base alone
+    assert run(("control",)) is None and trained == [("negotiation_lm_m_control", FROZEN_RATE, True)]
+    with pytest.raises(ValueError, match=r"\['update'\] are not run or control"):
+        run(("update",))
