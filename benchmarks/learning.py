@@ -15,6 +15,8 @@ to ``--out/<task>_<part>.log``, and the verdicts are read here once all have fin
     python benchmarks/learning.py --device cpu --out /tmp/learning              # cpu budgets, 2 cores
     python benchmarks/learning.py --device cuda --out $OUT                      # gpu budgets, one H200
     python benchmarks/learning.py --small --out /tmp/learning-small             # plumbing, seconds
+    python benchmarks/learning.py --device cpu --tasks opening --control --baseline group_mean \
+        --normalize-rewards true --out /tmp/learning-group-mean                 # another estimator, own --out
 
 ``--small`` shrinks everything (a one-persona corpus, no warm start, 2 steps of 3 rollouts of
 16-token turns) so the whole path runs in seconds on the CPU; its verdicts mean nothing.
@@ -85,8 +87,9 @@ def _part_command(args: argparse.Namespace, name: str, part: str) -> list[str]:
     """This benchmark's command line for one part (``run``/``control``) of task ``name``."""
     cmd = [sys.executable, __file__, "--device", args.device, "--tasks", name, "--part", part, "--resume",
            "--threads", str(args.threads), "--out", str(args.out)]
-    for flag, value in (("--size", args.size), ("--seed", args.seed), ("--micro-batch-tokens", args.micro_batch_tokens)):
-        cmd += [] if value is None else [flag, str(value)]
+    for flag, value in (("--size", args.size), ("--seed", args.seed), ("--micro-batch-tokens", args.micro_batch_tokens),
+                        ("--baseline", args.baseline), ("--normalize-rewards", args.normalize_rewards)):
+        cmd += [] if value is None else [flag, str(value).lower()]
     return cmd + [flag for flag, on in (("--small", args.small), ("--compile", args.compile),
                                         ("--control", args.control)) if on]
 
@@ -117,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="*", default=None, help="default: every task with a budget here")
     parser.add_argument("--size", default=None, help="default: each budget's first size")
     parser.add_argument("--seed", type=int, default=None, help="training seed (default: the budget's)")
+    parser.add_argument("--baseline", choices=("leave_one_out", "group_mean"), default=None,
+                        help="advantage baseline of every run (default: the budget's; give it its own --out)")
+    parser.add_argument("--normalize-rewards", choices=("true", "false"), default=None,
+                        help="divide advantages by their baseline's std (default: the budget's)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--small", action="store_true", help="a seconds-long run of the plumbing (cpu)")
     parser.add_argument("--compile", action="store_true", help="torch.compile the rollout engine (cuda)")
@@ -131,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="train only this run of each task, no verdict (what --jobs starts)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.normalize_rewards is not None:
+        args.normalize_rewards = args.normalize_rewards == "true"
 
     from negotiation.study import load_study
     from negotiation.learning import run_learning_task
@@ -142,8 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         protocol, ladder = _small(protocol, ladder)
     machine = "cpu" if args.device == "cpu" else "gpu"
     names = args.tasks or [n for n, t in ladder.tasks.items() if getattr(t, machine) is not None]
-    if args.seed is not None:
-        tasks = {n: t.model_copy(update={machine: getattr(t, machine).model_copy(update={"seed": args.seed})})
+    overrides = {k: v for k, v in (("seed", args.seed), ("baseline", args.baseline),
+                                   ("normalize_rewards", args.normalize_rewards)) if v is not None}
+    if overrides:  # the budgets' own keys, as a task of learning.yaml would set them
+        tasks = {n: t.model_copy(update={machine: getattr(t, machine).model_copy(update=overrides)})
                  for n, t in ladder.tasks.items() if getattr(t, machine) is not None}
         ladder = ladder.model_copy(update={"tasks": tasks})
     runtime = LmRuntime(device=args.device, dtype="float32" if machine == "cpu" else "bfloat16", threads=args.threads,

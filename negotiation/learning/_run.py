@@ -108,7 +108,8 @@ def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, 
     verdict = {"version": 1, "task": name, "machine": machine, "size": size, "steps": budget.steps,
                "warm_start": None if budget.warm_start is None else budget.warm_start.model_dump(mode="json"),
                "base": str(base), "learning_rate": budget.learning_rate,
-               "seed": budget.seed, "reward": task.reward, **task_verdict(task, run_dir, control_dir)}
+               "seed": budget.seed, "reward": task.reward,
+               "estimator": {k: getattr(cfg.run_protocol.recipe_for(size), k) for k in ("baseline", "normalize_rewards")}, **task_verdict(task, run_dir, control_dir)}
     write_verdict(run_dir, verdict)
     return verdict
 

@@ -19,6 +19,16 @@ def test_learning_benchmark_small_mode_prints_both_tasks(tmp_path):
         assert len(result["curves"]["train/reward"]) == 2 and "passed" in result
         assert result["paired"][0]["metric"] == result["criteria"][0]["metric"]  # read against the frozen run
     assert "== format" in run.stdout and "== opening" in run.stdout and "minus the frozen control" in run.stdout
+    assert report["tasks"]["opening"]["estimator"] == {"baseline": "leave_one_out", "normalize_rewards": False}
+
+
+@pytest.mark.slow
+def test_an_estimator_given_on_the_command_line_trains_every_run(tmp_path):
+    out = tmp_path / "group_mean"
+    run_small("learning.py", "--out", str(out), "--tasks", "opening", "--baseline", "group_mean",
+              "--normalize-rewards", "true", timeout=600)
+    report = json.loads((out / "learning.json").read_text())
+    assert report["tasks"]["opening"]["estimator"] == {"baseline": "group_mean", "normalize_rewards": True}
 
 
 @pytest.mark.slow
