@@ -21,6 +21,7 @@ steps, share of live rows (tokens / (decode steps × rows)), and for the engine 
 spent in environment steps (on CUDA they overlap the queued decode steps).
 
     python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --episodes 128
+    python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --engine-only --compile --sync-debug
     python benchmarks/rollout.py --small                              # seconds on the CPU (a test runs it)
 """
 
@@ -31,6 +32,7 @@ import json
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +99,28 @@ def play(protocol: Any, tokenizer: Any, model: Any, generate: Any, stops: list[i
                                    new_tokens=seq.new_tokens_per_turn, rollout_turns=turns, stop_ids=stops, logic=logic)
 
 
+def synchronizing_calls(fn: Any) -> tuple[Any, dict[str, int]]:
+    """``fn()`` under CUDA's sync debug mode: every operation that made the host wait for the device,
+    counted by the Python line that called it (``file:line``; CUDA only). The engine's own read
+    of the slots' state (``collect``) is one per sync by design; any other is a stall to remove."""
+    import torch
+
+    found: dict[str, int] = {}
+    previous = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = fn()
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
+    for w in caught:
+        if "synchroniz" in str(w.message):  # the innermost Python frame that called the op
+            site = f"{Path(w.filename).name}:{w.lineno}"
+            found[site] = found.get(site, 0) + 1
+    return out, dict(sorted(found.items(), key=lambda kv: -kv[1]))
+
+
 def timed(fn: Any, device: str) -> tuple[Any, float]:
     import torch
 
@@ -150,6 +174,8 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                        compile_error=engine.decoder.compile_error)
         else:
             row.update(decode_steps=counter["steps"], live_share=round(tokens / max(1, counter["row_steps"]), 3))
+        if name == "engine" and args.sync_debug:  # an extra, untimed play: the debug mode slows every op
+            row["sync_sites"] = synchronizing_calls(lambda: play(protocol, tokenizer, model, generate, stops, args))[1]
         out[name] = row
         out[name + "_ids"] = ep.ids
     if not args.engine_only:
@@ -172,10 +198,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--engine-only", action="store_true", help="time the engine alone (e.g. a sweep of --sync-every)")
     p.add_argument("--compile", action="store_true", help="torch.compile the engine's decode step and prefill")
+    p.add_argument("--sync-debug", action="store_true",
+                   help="(cuda) one more engine play under CUDA's sync debug mode: where the host waited")
     p.add_argument("--small", action="store_true",
                    help="lm_xs in float64, 4 episodes, 24-token turns, 3 turns: seconds on the CPU, tokens exactly equal")
     p.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = p.parse_args(argv)
+    if args.sync_debug and args.device != "cuda":
+        p.error("--sync-debug needs --device cuda (CUDA's sync debug mode)")
     if args.small:
         args.size, args.episodes, args.new_tokens, args.rollout_turns, args.mean_turn = "lm_xs", 4, 24, 3, 12
         args.dtype = "float64"  # both paths then sample the same tokens exactly (same_tokens)

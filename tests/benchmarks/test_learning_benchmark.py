@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
 
-from tests.benchmarks.small import run_small
+from tests.benchmarks.small import BENCHMARKS, run_small
 
 
 @pytest.mark.slow
 def test_learning_benchmark_small_mode_prints_both_tasks(tmp_path):
+    """One process, then --jobs 2 (each run and control in its own process): the same curves (CPU
+    runs repeat exactly), a log per part, the verdicts read once all finished."""
     out = tmp_path / "small"
     run = run_small("learning.py", "--out", str(out), "--control", timeout=600)
     report = json.loads((out / "learning.json").read_text())
@@ -20,25 +23,34 @@ def test_learning_benchmark_small_mode_prints_both_tasks(tmp_path):
         assert result["paired"][0]["metric"] == result["criteria"][0]["metric"]  # read against the frozen run
     assert "== format" in run.stdout and "== opening" in run.stdout and "minus the frozen control" in run.stdout
     assert report["tasks"]["opening"]["estimator"] == {"baseline": "leave_one_out", "normalize_rewards": False}
+    side = tmp_path / "side_by_side"
+    run_small("learning.py", "--out", str(side), "--control", "--tasks", "opening", "--jobs", "2", timeout=600)
+    parallel = json.loads((side / "learning.json").read_text())["tasks"]["opening"]
+    assert {p.name for p in side.glob("*.log")} == {"opening_run.log", "opening_control.log"}
+    assert parallel["curves"] == report["tasks"]["opening"]["curves"]
+    assert parallel["paired"] == report["tasks"]["opening"]["paired"]
 
 
-@pytest.mark.slow
-def test_an_estimator_given_on_the_command_line_trains_every_run(tmp_path):
-    out = tmp_path / "group_mean"
-    run_small("learning.py", "--out", str(out), "--tasks", "opening", "--baseline", "group_mean",
-              "--normalize-rewards", "true", timeout=600)
-    report = json.loads((out / "learning.json").read_text())
-    assert report["tasks"]["opening"]["estimator"] == {"baseline": "group_mean", "normalize_rewards": True}
+def _learning_module():
+    spec = importlib.util.spec_from_file_location("learning_benchmark", BENCHMARKS / "learning.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-@pytest.mark.slow
-def test_side_by_side_runs_train_what_one_process_trains(tmp_path):
-    """--jobs 2: each task's run and control in their own processes, the same curves as in one process
-    (CPU runs repeat exactly), a log per part, the verdicts read once all finished."""
-    reports = {}
-    for jobs in ("1", "2"):
-        out = tmp_path / f"jobs{jobs}"
-        run_small("learning.py", "--out", str(out), "--control", "--tasks", "opening", "--jobs", jobs, timeout=600)
-        reports[jobs] = json.loads((out / "learning.json").read_text())["tasks"]["opening"]
-    assert {p.name for p in (tmp_path / "jobs2").glob("*.log")} == {"opening_run.log", "opening_control.log"}
-    assert reports["2"]["curves"] == reports["1"]["curves"] and reports["2"]["paired"] == reports["1"]["paired"]
+def test_an_estimator_given_on_the_command_line_reaches_every_budget(monkeypatch, tmp_path):
+    from negotiation import learning
+
+    seen = {}
+
+    def fake_task(protocol, ladder, name, *, machine, out, **kwargs):
+        seen[name] = getattr(ladder.tasks[name], machine)
+        (out / f"{name}_lm_xs").mkdir(parents=True, exist_ok=True)
+        (out / f"{name}_lm_xs" / "curves.csv").write_text("step,train/reward\n1,0.0\n")
+        return {"machine": machine, "size": "lm_xs", "steps": 1, "learning_rate": 1.0, "base": "b", "criteria": [],
+                "passed": True}
+
+    monkeypatch.setattr(learning, "run_learning_task", fake_task)
+    _learning_module().main(["--small", "--tasks", "opening", "format", "--baseline", "group_mean",
+                             "--normalize-rewards", "true", "--seed", "3", "--out", str(tmp_path)])
+    assert {(b.baseline, b.normalize_rewards, b.seed) for b in seen.values()} == {("group_mean", True, 3)}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import warnings
 
 import pytest
 
-from tests.benchmarks.small import run_small
+from tests.benchmarks.small import BENCHMARKS, run_small
 
 
 @pytest.mark.slow
@@ -18,3 +20,35 @@ def test_rollout_benchmark_small_mode_reports_both_paths_with_equal_tokens(tmp_p
         assert row["gen_tokens"] > 0 and row["seconds"] > 0 and row["decode_steps"] > 0
         assert 0 < row["live_share"] <= 1
     assert out["engine"]["gen_tokens"] == out["reference"]["gen_tokens"] and out["same_tokens"]
+
+
+def _rollout_module():
+    spec = importlib.util.spec_from_file_location("rollout_benchmark", BENCHMARKS / "rollout.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_synchronizing_calls_are_counted_by_the_line_that_made_them(monkeypatch):
+    """CUDA's sync debug mode warns at each stall; the benchmark counts them per calling line and
+    restores the mode (stood in for on the CPU, where torch has no CUDA)."""
+    import torch
+
+    rollout, modes = _rollout_module(), ["default"]
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: modes[-1])
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)
+
+    def stalls():
+        for _ in range(3):
+            warnings.warn("called a synchronizing CUDA operation")
+        warnings.warn("something else")
+        return "played"
+
+    out, sites = rollout.synchronizing_calls(stalls)
+    assert out == "played" and list(sites.values()) == [3] and modes[-2:] == ["warn", "default"]
+    assert next(iter(sites)).startswith("test_rollout_benchmark.py:")
+
+
+def test_sync_debug_needs_cuda():
+    with pytest.raises(SystemExit):
+        _rollout_module().main(["--sync-debug", "--device", "cpu"])
