@@ -78,13 +78,7 @@ def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, 
     unknown = set(parts) - {"run", "control"}
     if unknown:
         raise ValueError(f"parts: {sorted(unknown)} are not run or control")
-    if name not in ladder.tasks:
-        raise ConfigError(f"protocol/{ladder.study}/learning.yaml:tasks: no task {name!r} (tasks: {list(ladder.tasks)})")
-    task = ladder.tasks[name]
-    budget = getattr(task, machine)
-    if budget is None:
-        raise ConfigError(f"protocol/{ladder.study}/learning.yaml:tasks.{name}.{machine}: the task has no "
-                          f"{machine} budget")
+    task, budget = _task_budget(ladder, name, machine)
     size = size or budget.sizes[0]
     runtime = runtime or LmRuntime()
     out = Path(out)
@@ -93,10 +87,9 @@ def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, 
     cfg = task_train_config(protocol, name, task, budget, size, base=base, runtime=runtime)
     run_dir = out / f"{name}_{size}"
     weights = _weights_digest(base)
-    with_control = control or needs_frozen_control(task)
     if "run" in parts:
         _train(cfg, run_dir, resume, weights)
-    control_dir = out / f"{name}_{size}_control" if with_control else None
+    control_dir = out / f"{name}_{size}_control" if control or needs_frozen_control(task) else None
     if control_dir is not None and "control" in parts:
         frozen = budget.model_copy(update={"learning_rate": FROZEN_RATE})
         _train(task_train_config(protocol, name, task, frozen, size, base=base, runtime=runtime), control_dir,
@@ -105,13 +98,31 @@ def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, 
         return None
     if control_dir is not None:
         _check_same_base(run_dir, control_dir)
-    verdict = {"version": 1, "task": name, "machine": machine, "size": size, "steps": budget.steps,
-               "warm_start": None if budget.warm_start is None else budget.warm_start.model_dump(mode="json"),
-               "base": str(base), "learning_rate": budget.learning_rate,
-               "seed": budget.seed, "reward": task.reward,
-               "estimator": {k: getattr(cfg.run_protocol.recipe_for(size), k) for k in ("baseline", "normalize_rewards")}, **task_verdict(task, run_dir, control_dir)}
+    verdict = {**_run_record(name, machine, size, budget, cfg, base), "reward": task.reward,
+               **task_verdict(task, run_dir, control_dir)}
     write_verdict(run_dir, verdict)
     return verdict
+
+
+def _task_budget(ladder: LearningLadder, name: str, machine: str) -> tuple[Any, Any]:
+    """Task ``name`` and its budget on ``machine``, or a ConfigError naming the file and key."""
+    if name not in ladder.tasks:
+        raise ConfigError(f"protocol/{ladder.study}/learning.yaml:tasks: no task {name!r} (tasks: {list(ladder.tasks)})")
+    task = ladder.tasks[name]
+    budget = getattr(task, machine)
+    if budget is None:
+        raise ConfigError(f"protocol/{ladder.study}/learning.yaml:tasks.{name}.{machine}: the task has no "
+                          f"{machine} budget")
+    return task, budget
+
+
+def _run_record(name: str, machine: str, size: str, budget: Any, cfg: LmTrainConfig, base: Path) -> dict[str, Any]:
+    """What the verdict says the run was: budget, base, and the estimator it trained with."""
+    recipe = cfg.run_protocol.recipe_for(size)
+    return {"version": 1, "task": name, "machine": machine, "size": size, "steps": budget.steps,
+            "warm_start": None if budget.warm_start is None else budget.warm_start.model_dump(mode="json"),
+            "base": str(base), "learning_rate": budget.learning_rate, "seed": budget.seed,
+            "estimator": {"baseline": recipe.baseline, "normalize_rewards": recipe.normalize_rewards}}
 
 
 def _weights_digest(base: Path) -> str:
