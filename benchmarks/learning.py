@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -95,17 +96,30 @@ def _part_command(args: argparse.Namespace, name: str, part: str) -> list[str]:
 
 
 def _train_side_by_side(args: argparse.Namespace, parts: list[tuple[str, str]]) -> None:
-    """Run each ``(task, part)`` in its own process, at most ``args.jobs`` at a time."""
+    """Run each ``(task, part)`` in its own process, at most ``args.jobs`` at a time. A failing part,
+    or this process stopped by SIGTERM (a GPU call's time limit), stops the others too: they resume
+    from their last checkpoint on the next ``--resume`` call instead of writing on unsupervised."""
     running: list[tuple[str, subprocess.Popen]] = []
-    for name, part in parts:
-        while len(running) >= args.jobs:
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        for name, part in parts:
+            while len(running) >= args.jobs:
+                _wait_one(running)
+            with open(args.out / f"{name}_{part}.log", "a", encoding="utf-8") as log:
+                running.append((f"{name} {part}", subprocess.Popen(_part_command(args, name, part), stdout=log,
+                                                                   stderr=subprocess.STDOUT)))
+        while running:
             _wait_one(running)
-        log = open(args.out / f"{name}_{part}.log", "a", encoding="utf-8")
-        running.append((f"{name} {part}", subprocess.Popen(_part_command(args, name, part), stdout=log,
-                                                           stderr=subprocess.STDOUT)))
-        log.close()
-    while running:
-        _wait_one(running)
+    finally:
+        for _, proc in running:
+            proc.terminate()
+        for _, proc in running:
+            proc.wait()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise SystemExit(f"stopped by signal {signum}")
 
 
 def _wait_one(running: list[tuple[str, subprocess.Popen]]) -> None:

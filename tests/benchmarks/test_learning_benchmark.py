@@ -54,3 +54,20 @@ def test_an_estimator_given_on_the_command_line_reaches_every_budget(monkeypatch
     _learning_module().main(["--small", "--tasks", "opening", "format", "--baseline", "group_mean",
                              "--normalize-rewards", "true", "--seed", "3", "--out", str(tmp_path)])
     assert {(b.baseline, b.normalize_rewards, b.seed) for b in seen.values()} == {("group_mean", True, 3)}
+
+
+def test_a_failing_part_stops_the_parts_still_running(monkeypatch, tmp_path):
+    import argparse
+    import sys
+
+    module = _learning_module()
+    commands = {"fails": [sys.executable, "-c", "raise SystemExit(3)"],
+                "sleeps": [sys.executable, "-c", "import time; time.sleep(60)"]}
+    monkeypatch.setattr(module, "_part_command", lambda args, name, part: commands[name])
+    started = []
+    real_popen = module.subprocess.Popen
+    monkeypatch.setattr(module.subprocess, "Popen", lambda *a, **k: started.append(real_popen(*a, **k)) or started[-1])
+    with pytest.raises(SystemExit, match="fails run: exit status 3"):
+        module._train_side_by_side(argparse.Namespace(jobs=2, out=tmp_path), [("fails", "run"), ("sleeps", "run")])
+    assert started[1].poll() is not None  # terminated, not left running for a minute
+    assert (tmp_path / "sleeps_run.log").is_file()
