@@ -128,7 +128,19 @@ def _wait_one(running: list[tuple[str, subprocess.Popen]]) -> None:
         raise SystemExit(f"{label}: exit status {proc.returncode} (its log is under --out)")
 
 
-def main(argv: list[str] | None = None) -> int:
+def _with_overrides(ladder: Any, machine: str, args: argparse.Namespace) -> Any:
+    """The ladder with ``--seed``, ``--baseline``, ``--normalize-rewards`` set in every ``machine``
+    budget: the budgets' own keys, as a task of learning.yaml would set them."""
+    overrides = {k: v for k, v in (("seed", args.seed), ("baseline", args.baseline),
+                                   ("normalize_rewards", args.normalize_rewards)) if v is not None}
+    if not overrides:
+        return ladder
+    tasks = {n: t.model_copy(update={machine: getattr(t, machine).model_copy(update=overrides)})
+             for n, t in ladder.tasks.items() if getattr(t, machine) is not None}
+    return ladder.model_copy(update={"tasks": tasks})
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="cpu: the cpu budgets; cuda: the gpu budgets")
     parser.add_argument("--tasks", nargs="*", default=None, help="default: every task with a budget here")
@@ -151,7 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--part", choices=("run", "control"), default=None,
                         help="train only this run of each task, no verdict (what --jobs starts)")
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.normalize_rewards is not None:
         args.normalize_rewards = args.normalize_rewards == "true"
 
@@ -165,17 +181,12 @@ def main(argv: list[str] | None = None) -> int:
         protocol, ladder = _small(protocol, ladder)
     machine = "cpu" if args.device == "cpu" else "gpu"
     names = args.tasks or [n for n, t in ladder.tasks.items() if getattr(t, machine) is not None]
-    overrides = {k: v for k, v in (("seed", args.seed), ("baseline", args.baseline),
-                                   ("normalize_rewards", args.normalize_rewards)) if v is not None}
-    if overrides:  # the budgets' own keys, as a task of learning.yaml would set them
-        tasks = {n: t.model_copy(update={machine: getattr(t, machine).model_copy(update=overrides)})
-                 for n, t in ladder.tasks.items() if getattr(t, machine) is not None}
-        ladder = ladder.model_copy(update={"tasks": tasks})
+    ladder = _with_overrides(ladder, machine, args)
     runtime = LmRuntime(device=args.device, dtype="float32" if machine == "cpu" else "bfloat16", threads=args.threads,
                         compile_rollout=args.compile,
                         **({} if args.micro_batch_tokens is None else {"micro_batch_tokens": args.micro_batch_tokens}))
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.part or args.jobs > 1:  # the bases first, once, in this process
+    if args.jobs > 1 and not args.part:  # the bases first, once, in this process
         for name in names:
             run_learning_task(protocol, ladder, name, machine=machine, out=args.out, size=args.size, runtime=runtime,
                               control=args.control, resume=True, parts=())
