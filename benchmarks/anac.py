@@ -7,12 +7,12 @@ and agents get the study's settings and lifecycle through ``agent_factory`` and 
 ``AgentPool``). ``--concurrency`` episodes are in flight, as ``nego evaluate`` plays them: an
 ``hf:`` seller's turns of those episodes are generated together in one batch (its
 ``GenerationQueue``); scripted and ANAC agents answer at once, so for them it changes little.
-The seller is loaded and started before any clock runs. The rate is wall-clock episodes/s of one
+The seller is loaded, started and warmed by one untimed episode before any clock runs. The rate is wall-clock episodes/s of one
 process; an ANAC agent's episode starts a fresh negotiator that builds its own view of the
 outcome space (``--levels`` values per continuous term), which is most of its cost against a
 scripted seller. Usage::
 
-    python benchmarks/anac.py [--agents AgentK,HardHeaded,Atlas3|all] [--episodes 50] [--levels 5]
+    python benchmarks/anac.py [--agents AgentK,HardHeaded,Atlas3|all [--every 4]] [--episodes 50] [--levels 5]
         [--seller scripted:boulware | hf:outputs/lm/init/lm_xs] [--study lm] [--concurrency 16]
         [--json figures.json]
 
@@ -68,16 +68,20 @@ class MemoryStore:
         self.rows.append(episode)
 
 
-async def play(buyer_spec: str, args: argparse.Namespace, pairs: list[tuple[str, int]], pool: AgentPool) -> dict:
-    """Play ``buyer_spec`` on ``pairs`` against the pool's seller; its rate, deals and error rows."""
-    env = env_config_for(args.study, "evaluation")
-    cell = CellSpec(study=args.study, arm="bench", seller=args.seller, buyers={"b": buyer_spec},
+def bench_cell(buyer_spec: str, args: argparse.Namespace, pairs: list[tuple[str, int]]) -> CellSpec:
+    """The cell of one buyer against the seller over the pairs' domains and seeds."""
+    return CellSpec(study=args.study, arm="bench", seller=args.seller, buyers={"b": buyer_spec},
                     domains=tuple(dict.fromkeys(d for d, _ in pairs)), seeds=tuple(dict.fromkeys(s for _, s in pairs)),
                     dirichlet_alpha=dirichlet_alpha_for(args.study))
+
+
+async def play(buyer_spec: str, args: argparse.Namespace, pairs: list[tuple[str, int]], pool: AgentPool) -> dict:
+    """Play ``buyer_spec`` on ``pairs`` against the pool's seller; its rate, deals and error rows."""
     store = MemoryStore(pairs)
     await pool.get(buyer_spec, "buyer")  # built (and NegMAS imported) before the clock, as the seller is
     start = time.perf_counter()
-    await run_cell(cell, store, env, pool, concurrency=args.concurrency)  # type: ignore[arg-type]
+    await run_cell(bench_cell(buyer_spec, args, pairs), store, env_config_for(args.study, "evaluation"), pool,  # type: ignore[arg-type]
+                   concurrency=args.concurrency)
     seconds = time.perf_counter() - start
     errors = [f"{r['domain']}/{r['seed']}: {r['error_class']}: {r['error_message']}"
               for r in store.rows if r["outcome"] == "error"]
@@ -99,7 +103,9 @@ async def play_all(specs: list[str], args: argparse.Namespace, pairs: list[tuple
     factory = agent_factory(protocol, retry=RetryPolicy(), max_concurrency=args.concurrency)
     results = []
     async with AgentPool(factory) as pool:
-        await pool.get(args.seller, "seller")
+        # one untimed episode first: an hf: seller's first forward passes (allocation) would
+        # otherwise be charged to whichever buyer plays first, the baseline
+        await play(args.baseline, args, pairs[:1], pool)
         for spec in specs:
             results.append(await play(spec, args, pairs, pool))
             report(results[-1])
@@ -116,6 +122,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--baseline", default="scripted:titfortat", help="the scripted buyer beside them")
     parser.add_argument("--study", default=None,
                         help="the study (default: the one that built an hf: seller's checkpoint, else demo)")
+    parser.add_argument("--every", type=int, default=1,
+                        help="with --agents all: every n-th agent by name (a spread over the years in less time)")
     parser.add_argument("--concurrency", type=int, default=16, help="episodes in flight, as nego evaluate's")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--small", action="store_true", help="CI: 2 episodes of AgentK and the baseline, levels 2")
@@ -128,7 +136,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
-    names = sorted(anac_classes()) if args.agents == "all" else args.agents.split(",")
+    names = sorted(anac_classes())[::args.every] if args.agents == "all" else args.agents.split(",")
     specs = [args.baseline, *(f"negmas:{name}?levels={args.levels}" for name in names)]
     results = asyncio.run(play_all(specs, args, keys(args.study, args.episodes)))
     failing = [r["spec"] for r in results if r["errors"]]
@@ -136,6 +144,7 @@ def main() -> int:
           f"ANAC agents played every episode without an error row against {args.seller}")
     if args.json is not None:
         figures = {"seller": args.seller, "study": args.study, "levels": args.levels, "concurrency": args.concurrency,
+                   "command": " ".join(sys.argv),
                    "episodes_per_buyer": args.episodes, "buyers": results}
         args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return 1 if failing else 0
