@@ -19,8 +19,7 @@ import math
 import random
 from typing import Any, Mapping
 
-from negotiation.env import Domain, PartyPrefs, Role, canonical_value
-from negotiation.env import INVALID
+from negotiation.env import INVALID, Domain, PartyPrefs, Role, canonical_value, negmas_space, party_ufun
 
 PARTNER = {"seller": "buyer", "buyer": "seller"}
 
@@ -119,9 +118,6 @@ def outcome_contract(domain: Domain, outcome: Any) -> dict[str, Any] | None:
 
 
 def own_ufun(domain: Domain, prefs: PartyPrefs, levels: int) -> Any:
-    """The party's NegMAS utility function over the grid space (``env._genius``'s conversion)."""
-    from negotiation.env import _genius
-
-    space = _genius.negmas_space(domain, levels)
-    ufun, _ = _genius.party_ufun(domain, prefs, space)
+    """The party's NegMAS utility function over the grid space (``nego domain export``'s conversion)."""
+    ufun, _ = party_ufun(domain, prefs, negmas_space(domain, levels))
     return ufun

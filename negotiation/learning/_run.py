@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from negotiation.errors import ConfigError
+from negotiation.evaluation import folder_sha256
 from negotiation.ladder import TOKENIZER_RECORD, WARM_START_RECORD, write_base, write_tokenizer
 from negotiation.protocol import LearningLadder, LearningWarmStart, Protocol
 from negotiation.training.lm import (
@@ -24,7 +25,7 @@ from negotiation.training.lm import (
 __all__ = ["BASE_RECORD", "run_learning_task"]
 
 BASE_RECORD = "base.json"
-"""In a task's run folder: the digest of the base weights it started from. A frozen control pairs
+"""In a task's run folder: ``folder_sha256`` of the base it started from. A frozen control pairs
 with a run only on the same weights (a GPU warm start does not repeat bit for bit, so a base
 rebuilt on another machine is another base)."""
 
@@ -86,7 +87,7 @@ def run_learning_task(protocol: Protocol, ladder: LearningLadder, name: str, *, 
     base = _base(protocol, size, budget.warm_start, out, runtime.device)
     cfg = task_train_config(protocol, name, task, budget, size, base=base, runtime=runtime)
     run_dir = out / f"{name}_{size}"
-    weights = _weights_digest(base)
+    weights = folder_sha256(base) if parts else None  # the hash select records of a seller's weights
     if "run" in parts:
         _train(cfg, run_dir, resume, weights)
     control_dir = out / f"{name}_{size}_control" if control or needs_frozen_control(task) else None
@@ -125,25 +126,16 @@ def _run_record(name: str, machine: str, size: str, budget: Any, cfg: LmTrainCon
             "estimator": {"baseline": recipe.baseline, "normalize_rewards": recipe.normalize_rewards}}
 
 
-def _weights_digest(base: Path) -> str:
-    """sha256 over the base folder's weight files (names and bytes, in name order)."""
-    digest = hashlib.sha256()
-    for path in sorted(base.glob("*.safetensors")):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
 def _recorded_base(run_dir: Path) -> str | None:
     path = run_dir / BASE_RECORD
     return json.loads(path.read_text(encoding="utf-8"))["weights_sha256"] if path.is_file() else None
 
 
-def _train(cfg: LmTrainConfig, run_dir: Path, resume: bool, weights: str) -> None:
+def _train(cfg: LmTrainConfig, run_dir: Path, resume: bool, weights: str | None) -> None:
     """Train (or continue) the run in ``run_dir`` from the base whose weights digest is ``weights``."""
-    recorded = _recorded_base(run_dir)
     if resume and (run_dir / CURVES_FILE).is_file() and not (run_dir / RESUME_FILE).is_file():
         return  # finished by an earlier call: a finished run drops its resume state
+    recorded = _recorded_base(run_dir)
     if resume and recorded not in (None, weights):
         raise ConfigError(f"{run_dir / BASE_RECORD}: weights_sha256 {recorded[:12]}... is not this base's "
                           f"({weights[:12]}...): the run cannot continue on another base; move the folder away")

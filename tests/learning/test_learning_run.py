@@ -12,6 +12,7 @@ from negotiation import learning
 from negotiation.learning import _run
 from negotiation.study import load_study
 from negotiation.errors import ConfigError
+from negotiation.evaluation import folder_sha256
 from negotiation.training.lm import CURVES_FILE, FROZEN_RATE, RESUME_FILE
 
 
@@ -38,8 +39,8 @@ def test_a_paired_task_trains_its_frozen_control_beside_the_run(trained, tmp_pat
 def test_resume_keeps_a_finished_run_and_continues_a_partial_one(trained, tmp_path):
     study = load_study("lm")
     finished, partial = tmp_path / "negotiation_lm_m", tmp_path / "negotiation_lm_m_control"
-    _finished_run(finished, _run._weights_digest(tmp_path / "base"))
-    _finished_run(partial, _run._weights_digest(tmp_path / "base"))
+    _finished_run(finished, folder_sha256(tmp_path / "base"))
+    _finished_run(partial, folder_sha256(tmp_path / "base"))
     (partial / RESUME_FILE).write_bytes(b"state")
     learning.run_learning_task(study.protocol, study.learning, "negotiation", machine="gpu", out=tmp_path, resume=True)
     assert trained == [("negotiation_lm_m_control", FROZEN_RATE, True)]
