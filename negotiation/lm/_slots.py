@@ -145,8 +145,10 @@ class SlotDecoder:
         rows = self._to_device(list(slots))
         self.length[rows] += self._to_device([len(ids) for ids in token_ids])
         self.seeds[rows] = self._to_device([int(s) for s in seeds])
-        self.step[rows] = 0
-        self.live[rows] = True
+        # index_fill_ passes the scalar to the kernel; ``t[rows] = 0`` copies a CPU scalar from
+        # pageable memory, which waits for every queued decode step (the host then cannot overlap them)
+        self.step.index_fill_(0, rows, 0)
+        self.live.index_fill_(0, rows, True)
         for s, ids in zip(slots, token_ids):
             self.host_length[s] += len(ids)
             self.fed_at[s] = self.decode_steps
@@ -267,7 +269,7 @@ class SlotDecoder:
         ended = sorted(s for s in decoding if not live[s])
         if not ended:
             return []
-        rows = torch.tensor(ended, dtype=torch.long, device=self.device)
+        rows = self._to_device(ended)
         counts, tokens, logprobs = self.step[rows].tolist(), self.tokens[rows].tolist(), self.logprobs[rows].tolist()
         stops = set(self.stops.tolist())
         out = []
@@ -282,8 +284,8 @@ class SlotDecoder:
         """Empty ``slots`` (length 0, not live): the next ``feed`` there starts a new sequence."""
         if slots:
             rows = self._to_device(list(slots))
-            self.length[rows] = 0
-            self.live[rows] = False
+            self.length.index_fill_(0, rows, 0)  # not ``[rows] = 0``: see ``feed``
+            self.live.index_fill_(0, rows, False)
             for s in slots:
                 self.host_length[s] = 0
                 self.decoding.discard(s)
