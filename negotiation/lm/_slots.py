@@ -87,6 +87,7 @@ class SlotDecoder:
         self.top_k = torch.full((b,), int(top_k or 0), dtype=torch.long, device=dev)
         self.top_p = torch.full((b,), float(top_p or 1.0), dtype=torch.float32, device=dev)
         self.stops = torch.tensor(sorted({int(t) for t in stop_token_ids}), dtype=torch.long, device=dev)
+        self.host_stops = frozenset(int(t) for t in stop_token_ids)  # collect reads these without a device copy
         self.length = torch.zeros(b, dtype=torch.long, device=dev)
         """``[B]`` tokens in each slot's cache (the next write position)."""
         self.live = torch.zeros(b, dtype=torch.bool, device=dev)
@@ -271,13 +272,12 @@ class SlotDecoder:
             return []
         rows = self._to_device(ended)
         counts, tokens, logprobs = self.step[rows].tolist(), self.tokens[rows].tolist(), self.logprobs[rows].tolist()
-        stops = set(self.stops.tolist())
         out = []
         for s, n, ids, lps in zip(ended, counts, tokens, logprobs):
             self.live_slot_steps += n
             self.host_length[s] += n
             self.decoding.discard(s)
-            out.append(TurnEnd(s, ids[:n], lps[:n], ids[n - 1] in stops))
+            out.append(TurnEnd(s, ids[:n], lps[:n], ids[n - 1] in self.host_stops))
         return out
 
     def release(self, slots: Sequence[int]) -> None:
