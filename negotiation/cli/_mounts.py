@@ -47,7 +47,7 @@ _COMMANDS = {  # name: (module:attribute, the one-line help `nego --help` shows 
     "signoff": ("negotiation.cli._analysis_cmds:signoff_command",
                 "Record a reader's hand-read sign-off of an arm in registry/<study>/signoffs/<arm>.yaml."),
     "pipeline": ("negotiation.cli._pipeline_cmds:pipeline_app",
-                 "The DVC pipeline's derived files (plan and per-study pipeline)."),
+                 "The DVC pipeline's derived files (plan and per-study pipeline) and kept results."),
     "status": ("negotiation.cli._pipeline_cmds:status_command",
                "Per arm what is trained, selected, gated and evaluated; validation, audit and report."),
     "train-config": ("negotiation.cli._train_cmds:train_config",

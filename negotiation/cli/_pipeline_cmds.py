@@ -1,4 +1,4 @@
-"""``nego pipeline plan`` and ``nego status``."""
+"""``nego pipeline plan``, ``nego pipeline keep`` and ``nego status``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rich.text import Text
 from negotiation.cli._output import print_json
 from negotiation.pipeline import arm_reads, arm_rows, stale_code_deps, study_state, write_plan
 
-pipeline_app = typer.Typer(help="The DVC pipeline's derived files (plan and per-study pipeline).",
+pipeline_app = typer.Typer(help="The DVC pipeline's derived files (plan and per-study pipeline) and kept results.",
                            no_args_is_help=True)
 
 
@@ -50,6 +50,26 @@ def plan_command(
             typer.echo(problem, err=True)
         typer.echo(f"run `nego pipeline plan {study}` and commit the result", err=True)
         raise typer.Exit(1)
+
+
+@pipeline_app.command("keep")
+def keep_command(
+    results: Path = typer.Argument(..., help="A study's results folder, e.g. outputs/lm-gpu."),
+    out: Path = typer.Argument(..., help="New folder for the kept files, e.g. docs/results/<name>/tables."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object: the files copied and their bytes."),
+) -> None:
+    """Copy RESULTS' raw tables and records (episode and turn tables; seller, selection, pilot,
+    sampling and metrics records; training curves and step records) to OUT, without weights,
+    stores or derived stages, small enough to commit; validate, analyze, report and audit take
+    OUT as --results."""
+    from negotiation.pipeline import keep_results
+
+    kept = keep_results(results, out)
+    if as_json:
+        print_json({"results": str(results), "out": str(out), "bytes": kept.bytes,
+                    "files": [str(path) for path in kept.files]})
+        return
+    typer.echo(f"kept {len(kept.files)} files ({kept.bytes / 1e6:.2f} MB) from {results} in {out}")
 
 
 def _print_files(files: list[tuple[str, bool]], check: bool) -> None:

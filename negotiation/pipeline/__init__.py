@@ -15,6 +15,7 @@ _EXPORTS = {
     "_analysis": ("compliance_table", "deviation_table", "registry_inputs", "run_analyze", "run_audit_stage",
                   "run_report", "run_validate"),
     "_evaluate": ("GateClosedError", "arm_metrics", "run_evaluate_stage", "run_pilot_stage"),
+    "_keep": ("Kept", "keep_results", "kept_patterns"),
     "_offline": ("LEDGER", "STAGE_ORDER", "StageCommand", "arm_files", "commit_command", "commit_offline",
                  "ledger_path", "run_offline", "stage_commands"),
     "_progress": ("StageProgress",),
