@@ -1,5 +1,5 @@
 # Two entry points, each installing what it needs from this checkout's own files:
-#   make repro   the main job: `dvc repro` (the demo study); installs the pipeline profile only
+#   make repro   the main job: `dvc repro` (the demo study); installs the pipeline profile and anac (its buyer panel)
 #   make repro-lm  the lm study's pipeline (pipelines/lm/dvc.yaml); adds the llm profile (transformers)
 #   make test    the tests; installs the dev profile and Chromium for the browser tests
 # The virtualenv .venv is built once per checkout and updated when pyproject.toml or the lock
@@ -23,7 +23,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(PIPELINE_STAMP): pyproject.toml $(LOCK) | $(BIN)/python
-	$(BIN)/pip install -c $(LOCK) -e '.[pipeline,fast]'
+	$(BIN)/pip install -c $(LOCK) -e '.[pipeline,fast,anac]'
 	touch $(PIPELINE_STAMP)
 
 $(STAMP): $(PIPELINE_STAMP) scripts/system-deps.sh
@@ -39,7 +39,7 @@ repro: $(PIPELINE_STAMP)
 # plus llm. `make repro` alone leaves llm out, so `dvc repro pipelines/lm/dvc.yaml` after it stops
 # at the tokenizer stage with a line naming the llm extra.
 $(LLM_STAMP): $(PIPELINE_STAMP)
-	$(BIN)/pip install -c $(LOCK) -e '.[pipeline,fast,llm]'
+	$(BIN)/pip install -c $(LOCK) -e '.[pipeline,fast,anac,llm]'
 	touch $(LLM_STAMP)
 
 repro-lm: $(LLM_STAMP)

@@ -18,11 +18,28 @@ from negotiation.study import default_root
 REPO = default_root()
 
 
+def _copy_study_data(target: Path) -> Path:
+    for part in ("protocol", "registry"):
+        shutil.copytree(REPO / part, target / part, ignore=shutil.ignore_patterns("*.pyc", "__pycache__"))
+    return target
+
+
+@pytest.fixture
+def committed_root(tmp_path: Path) -> Path:
+    """``tmp_path`` holding protocol/ (domains, demo, paper) and registry/ exactly as committed."""
+    return _copy_study_data(tmp_path)
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    """``tmp_path`` holding protocol/ (domains, demo, paper) and registry/ as committed."""
-    for part in ("protocol", "registry"):
-        shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("*.pyc", "__pycache__"))
+    """``tmp_path`` holding protocol/ and registry/ as committed, except that the demo's deviation
+    log starts empty: its one entry and the exploratory buyer panel it covers are left out, so a
+    test writes entries from id 1 (``committed_root`` keeps them)."""
+    _copy_study_data(tmp_path)
+    demo = tmp_path / "registry" / "demo"
+    (demo / "panel.yaml").unlink()
+    for path in (demo / "deviations").glob("*.yaml"):
+        path.unlink()
     return tmp_path
 
 

@@ -56,7 +56,7 @@ def test_the_lock_pins_every_requirement_of_every_profile_within_its_range(profi
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_repro_installs_the_pipeline_profile_from_the_lock_without_browser_or_test_tools():
     plan = subprocess.run(["make", "-n", "-B", "repro"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert "-c requirements.lock -e '.[pipeline,fast]'" in plan and "dvc repro" in plan
+    assert "-c requirements.lock -e '.[pipeline,fast,anac]'" in plan and "dvc repro" in plan  # anac: the demo's panel
     assert "system-deps" not in plan and "[dev]" not in plan
     tests = subprocess.run(["make", "-n", "-B", "test"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "system-deps" in tests and "-c requirements.lock -e '.[dev]'" in tests
@@ -125,5 +125,5 @@ def test_the_extra_named_for_each_package_installs_it():
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_repro_lm_adds_the_llm_profile_the_lm_stages_load():
     plan = subprocess.run(["make", "-n", "-B", "repro-lm"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert "-c requirements.lock -e '.[pipeline,fast,llm]'" in plan
+    assert "-c requirements.lock -e '.[pipeline,fast,anac,llm]'" in plan
     assert "dvc repro pipelines/lm/dvc.yaml" in plan and "[dev]" not in plan

@@ -247,8 +247,8 @@ def report_command(
 
     context = load_study(study, root)
     folder = _results_dir(context, results)
-    paths = report_results(context, folder, out or folder / "report", registry_inputs(context, folder), seed=seed,
-                           resamples=resamples)
+    inputs = registry_inputs(context, folder, seed=seed, resamples=resamples)
+    paths = report_results(context, folder, out or folder / "report", inputs, seed=seed, resamples=resamples)
     if json_out:
         print_json({"study": study, "files": {name: str(path) for name, path in paths.items()}})
         return

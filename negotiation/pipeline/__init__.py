@@ -12,14 +12,15 @@ from typing import Any
 from negotiation._lazy import homes, lazy_attribute
 
 _EXPORTS = {
-    "_analysis": ("compliance_table", "deviation_table", "registry_inputs", "run_analyze", "run_audit_stage",
+    "_analysis": ("compliance_table", "deviation_table", "panel_report_tables", "registry_inputs", "run_analyze", "run_audit_stage",
                   "run_report", "run_validate"),
     "_evaluate": ("GateClosedError", "arm_metrics", "run_evaluate_stage", "run_pilot_stage"),
     "_keep": ("Kept", "keep_results", "kept_patterns"),
+    "_panel": ("run_panel_stage",),
     "_offline": ("LEDGER", "STAGE_ORDER", "StageCommand", "arm_files", "commit_command", "commit_offline",
                  "ledger_path", "run_offline", "stage_commands"),
     "_progress": ("StageProgress",),
-    "_plan": ("PROFILES", "build_plan", "plan_path", "profile_of", "profile_out", "profile_plan", "profiles",
+    "_plan": ("PROFILES", "build_plan", "plan_path", "planned_arms", "profile_of", "profile_out", "profile_plan", "profiles",
               "render_plan", "results_profile", "stale_code_deps", "write_plan"),
     "_scenarios": ("run_scenarios", "scenario_table"),
     "_status": ("arm_reads", "arm_rows", "study_state"),

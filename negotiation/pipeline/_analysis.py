@@ -13,12 +13,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from negotiation.analysis import (
-    RegistryInputs, Table, bootstrap_settings, load_tables, require_validated, run_analysis, scoped, validate_results,
-    write_analysis, write_report,
+    RegistryInputs, Table, bootstrap_settings, load_tables, panel_bases, panel_tables, require_validated, run_analysis,
+    scoped, validate_results, write_analysis, write_report,
 )
 from negotiation.errors import NegotiationError
-from negotiation.pipeline._plan import build_plan, results_profile
+from negotiation.pipeline._plan import planned_arms
 from negotiation.study import ResultsLayout, Study, as_study
 from negotiation.registry import Registry, run_audit
 from negotiation.tracking import MlflowTracker, experiment_name, git_commit
@@ -32,8 +35,7 @@ def _planned(study: Study | str, arms: list[str] | None, results_dir: Path) -> S
     at validate, waiting for tables no stage of it writes."""
     loaded = as_study(study)
     if arms is None and loaded.gpu_profile_arms():
-        profile = results_profile(loaded, Path(results_dir))
-        arms = list(build_plan(loaded, profile=profile)["plan"]["arms"])
+        arms = planned_arms(loaded, Path(results_dir))
     return scoped(loaded, arms)
 
 
@@ -63,14 +65,34 @@ def compliance_table(study: Study, results_dir: Path) -> Table:
     return t
 
 
-def registry_inputs(study: Study, results_dir: Path | None = None) -> RegistryInputs:
+def registry_inputs(study: Study, results_dir: Path | None = None, *, seed: int = 0,
+                    resamples: int | None = None) -> RegistryInputs:
     """What the analysis reads from ``registry/<study>/``: the sign-offs, each arm's served
-    protocol (``effective_protocol``) and, with ``results_dir``, the report's deviation-log and
-    compliance tables."""
+    protocol (``effective_protocol``) and, with ``results_dir``, the report's tables of the buyer
+    panel (``seed``, ``resamples``: its bootstrap), the deviation log and the compliance table."""
     registry = study.registry
     served = {arm: study.effective_protocol(arm) for arm in study.arms}
-    appendix = () if results_dir is None else (deviation_table(registry), compliance_table(study, Path(results_dir)))
+    appendix = () if results_dir is None else (
+        *panel_report_tables(study, Path(results_dir), seed=seed, resamples=resamples),
+        deviation_table(registry), compliance_table(study, Path(results_dir)))
     return RegistryInputs(signoffs=registry.signoffs, served=served, appendix=appendix)
+
+
+def panel_report_tables(study: Study, results_dir: Path, *, seed: int, resamples: int | None = None) -> tuple[Table, ...]:
+    """The report's panel tables from ``panel/<arm>/`` (``panel_tables``); none for a study without
+    a panel, and one empty table saying so when the panel stage has not run on ``results_dir``."""
+    panel = study.panel
+    if panel is None:
+        return ()
+    layout = ResultsLayout(results_dir)
+    paths = {arm: layout.panel_episodes(arm) for arm in planned_arms(study, results_dir)}
+    frames = {arm: pd.read_parquet(path) for arm, path in paths.items() if path.is_file()}
+    if not frames:
+        return (Table("panel", f"Exploratory buyer panel: no tables under {layout.panel_root} (the panel stage "
+                               f"has not run on these results). {panel.caveat}", ["Arm"]),)
+    settings = bootstrap_settings(study.protocol, seed=seed, resamples=resamples)
+    return panel_tables(frames, panel_bases(study.arms), list(panel.buyers), panel.description, panel.caveat,
+                        settings, np.random.default_rng(seed))
 
 
 def run_validate(study: Study | str, results_dir: Path, *, arms: list[str] | None = None) -> dict[str, Any]:
@@ -110,7 +132,8 @@ def run_report(study: Study | str, results_dir: Path, out_dir: Path, *, seed: in
     """The report (HTML, Markdown, figures) and the transcript viewer under ``out_dir``."""
     context, validation, result = _analysis(study, results_dir, seed, resamples, arms)
     out = Path(out_dir)
-    paths = write_report(result, context, Path(results_dir), out, validation, registry_inputs(context, Path(results_dir)),
+    inputs = registry_inputs(context, Path(results_dir), seed=seed, resamples=resamples)
+    paths = write_report(result, context, Path(results_dir), out, validation, inputs,
                          seed=seed, viewer_episodes=viewer_episodes)
     if track:
         _log_analysis_run(context, Path(results_dir), out)

@@ -28,7 +28,7 @@ def kept_patterns(layout: ResultsLayout) -> list[str]:
     from negotiation.training import TRAINING_INFO_FILE
 
     per_arm = (layout.seller, layout.selection, layout.pilot, layout.episodes, layout.turns,
-               layout.sampling, layout.metrics)
+               layout.sampling, layout.metrics, layout.panel_episodes, layout.panel_turns)
     paths = [path(ANY) for path in per_arm]
     paths += [layout.curves(ANY), layout.train(ANY) / "*.csv", layout.train(ANY) / "step_*" / TRAINING_INFO_FILE]
     return [str(path.relative_to(layout.dir)) for path in paths]

@@ -133,6 +133,14 @@ def _profile_arms(study: Study, profile: str) -> dict[str, Arm]:
     return {name: arm for name, arm in study.arms.items() if name not in gpu_only}
 
 
+def planned_arms(study: Study, results_dir: Path) -> list[str]:
+    """The arms the stages reading ``results_dir`` cover: the plan of the profile that folder is
+    (``results_profile``) where the study has a GPU profile, else every arm of the study."""
+    if not study.gpu_profile_arms():
+        return list(study.arms)
+    return list(build_plan(study, profile=results_profile(study, Path(results_dir)))["plan"]["arms"])
+
+
 def build_plan(study: str | Study, root: Path | None = None, *, profile: str = "cpu") -> dict[str, Any]:
     """The plan mapping of ``study``'s ``profile`` (a name, or a loaded ``Study`` so nothing is read
     again; see module docstring and ``PROFILES``)."""

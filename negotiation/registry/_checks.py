@@ -11,6 +11,7 @@ from negotiation.registry._checks_declared import (
     check_lock,
     check_protocol,
     check_registry_files,
+    check_panel,
     check_seed_blocks,
     check_supersession,
 )
@@ -44,6 +45,7 @@ CHECKS: tuple[Check, ...] = (
     Check("continuations", "each continuation branches at the rule's step, or registry continuations.yaml records "
                            "the branch with an active recipe_change / checkpoint_substitution deviation",
           check_continuations),
+    Check("panel", "a buyer panel (registry panel.yaml) cites only active analysis_added deviations", check_panel),
     Check("seed_blocks", "training, evaluation, pilot and held-out extension seed blocks are pairwise disjoint",
           check_seed_blocks),
     Check("guard_thresholds", "every guard threshold is frozen in the protocol or given, marked as this project's, "

@@ -6,7 +6,7 @@ import datetime as dt
 
 from typing import Iterator
 
-from negotiation.study import arm_problems, value_problems
+from negotiation.study import arm_problems, panel_path, value_problems
 from negotiation.registry._findings import AuditContext, Finding, cover
 from negotiation.registry._deviation_index import history_problems
 from negotiation.registry._entries import deleted_signoffs
@@ -156,6 +156,27 @@ def check_arms(ctx: AuditContext) -> Iterator[Finding]:
             shown = ", ".join(ctx.show(p) for p in paths)
             yield _fail("arms", f"{shown}:arm: {name!r} was evaluated or selected but is neither in the frozen "
                                 f"matrix nor added in {ctx.show(ctx.registry.dir / 'arms.yaml')}")
+
+
+def check_panel(ctx: AuditContext) -> Iterator[Finding]:
+    """The buyer panel, if any, cites active ``analysis_added`` entries only (it is outside the freeze)."""
+    panel = ctx.study.panel
+    if panel is None:
+        yield _ok("panel", "no buyer panel")
+        return
+    where = f"{ctx.show(panel_path(ctx.study.name, ctx.study.root))}:deviations"
+    log, active = ctx.registry.deviations, {e.id for e in ctx.registry.deviations.active()}
+    bad = False
+    for entry_id in panel.deviations:
+        entry = log.entries.get(entry_id)
+        if entry is None or entry_id not in active or entry.category != "analysis_added":
+            bad = True
+            state = "does not exist" if entry is None else (
+                "is superseded" if entry_id not in active else f"has category {entry.category}, not analysis_added")
+            yield _fail("panel", f"{where}: entry {entry_id} {state}")
+    if not bad:
+        yield Finding(check="panel", status="covered", deviations=tuple(panel.deviations),
+                      evidence=f"buyer panel of {len(panel.buyers)} ({', '.join(panel.buyers)}), exploratory")
 
 
 def check_seed_blocks(ctx: AuditContext) -> Iterator[Finding]:

@@ -42,6 +42,7 @@ from negotiation.study._guards import (
     resolve_guards,
     study_guard_rules,
 )
+from negotiation.study._panel import PANEL_FILE, Panel, load_panel, panel_path, panel_problems
 from negotiation.study._layout import RESULTS_ROOT, ResultsLayout, default_root, registry_dir, results_dir, study_dir
 from negotiation.study._prices import ModelPrice, TokenPrices, load_token_prices, spec_model
 from negotiation.study._lock import Lock, LockError, checked_lock, freeze, lock_problems, protocol_hash, verify
@@ -57,6 +58,7 @@ from negotiation.study._records import (
 from negotiation.study._study import Study, as_study, load_study
 
 __all__ = [
+    "PANEL_FILE", "Panel", "load_panel", "panel_path", "panel_problems",
     "CATEGORIES", "FILE_NAME", "INDEX_FILE", "Cell", "Deviation", "DeviationIndex", "DeviationLog", "Registry",
     "SignOff", "append_to_index", "appended_only", "deviation_filename", "effective_protocol",
     "load_deviation_log", "load_registry", "slugify", "value_problems",

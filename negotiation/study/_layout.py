@@ -13,6 +13,7 @@ Under a results directory (default ``outputs/<study>/``, ``results_dir``)::
     evaluate/<arm>/turns.parquet      turn table
     evaluate/<arm>/sampling.json      SamplingRecord   (what was sent, what was accepted)
     evaluate/<arm>/metrics.json       headline metrics of the arm
+    panel/<arm>/episodes.parquet      the arm against the exploratory buyer panel (panel stage)
     validate/report.json, docs/       validation report and Data Docs (validate stage)
     analyze/contrasts.json, ...       ContrastResult list, metrics, guards (analyze stage)
     report/                           the report and the transcript viewer (report stage)
@@ -117,6 +118,20 @@ class ResultsLayout:
 
     def metrics(self, arm: str) -> Path:
         return self.evaluate(arm) / "metrics.json"
+
+    @property
+    def panel_root(self) -> Path:
+        """Every arm's episodes against the study's exploratory buyer panel (``Study.panel``)."""
+        return self.dir / "panel"
+
+    def panel(self, arm: str) -> Path:
+        return self.panel_root / arm
+
+    def panel_episodes(self, arm: str) -> Path:
+        return self.panel(arm) / "episodes.parquet"
+
+    def panel_turns(self, arm: str) -> Path:
+        return self.panel(arm) / "turns.parquet"
 
     @property
     def validate(self) -> Path:

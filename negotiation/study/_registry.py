@@ -7,6 +7,7 @@ Layout::
     registry/<study>/arms.yaml                   AddedArms (keyed by arm name, like arms.yaml)
     registry/<study>/signoffs/<arm>.yaml         one SignOff per hand-read arm
     registry/<study>/continuations.yaml          Continuations (branch steps off the rule)
+    registry/<study>/panel.yaml                  Panel (an exploratory buyer panel), if any
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from negotiation.study._arms import AddedArm, added_arms_path, load_added_arms
 from negotiation.study._continuations import ContinuationEntry, continuations_path, load_continuations
 from negotiation.study._deviation import DeviationLog, load_deviation_log
 from negotiation.study._layout import default_root, registry_dir
+from negotiation.study._panel import Panel, load_panel, panel_path
 
 __all__ = ["Registry", "SignOff", "load_registry"]
 
@@ -71,8 +73,10 @@ class Registry:
     problems: list[str] = field(default_factory=list)
     """``file:key: reason`` for every file that failed to read or validate."""
     unreadable: list[str] = field(default_factory=list)
-    """The problems of ``arms.yaml`` and ``continuations.yaml`` (part of ``problems``): these leave
+    """The problems of ``arms.yaml``, ``continuations.yaml`` and ``panel.yaml`` (part of ``problems``): these leave
     the study unreadable, so ``load_study`` raises them; the others are the audit's findings."""
+    panel: Panel | None = None
+    """The exploratory buyer panel, when the study declares one."""
 
     @property
     def dir(self) -> Path:
@@ -119,5 +123,6 @@ def load_registry(study: str, root: Path | None = None) -> Registry:
     signoffs = _load_signoffs(folder / "signoffs", root, problems)
     before = len(problems)
     continuations = load_continuations(continuations_path(study, root), study, root, problems)
+    panel = load_panel(panel_path(study, root), study, root, problems)
     unreadable.extend(problems[before:])
-    return Registry(root, study, log, added, signoffs, continuations, problems, unreadable)
+    return Registry(root, study, log, added, signoffs, continuations, problems, unreadable, panel)

@@ -28,6 +28,7 @@ from negotiation.study._deviation import DeviationLog
 from negotiation.study._effective import effective_protocol
 from negotiation.study._layout import ResultsLayout, default_root, results_dir, study_dir
 from negotiation.study._lockfile import LOCK_FILE, LockError, lock_file_problems
+from negotiation.study._panel import Panel, panel_path, panel_problems
 from negotiation.study._registry import Registry, SignOff, load_registry
 
 __all__ = ["Study", "as_study", "load_study"]
@@ -64,6 +65,11 @@ class Study:
         if self.registry is None:
             object.__setattr__(self, "registry", Registry(self.root, self.name, DeviationLog(),
                                                           dict(self.added_arms), {}, dict(self.continuations)))
+
+    @property
+    def panel(self) -> Panel | None:
+        """The exploratory buyer panel (``registry/<study>/panel.yaml``), if the study has one."""
+        return self.registry.panel
 
     @property
     def deviations(self) -> DeviationLog:
@@ -253,4 +259,6 @@ def load_study(study: str, root: Path | None = None, *, registry: bool = True) -
     # The audit reports an added arm's other problems as findings; these two leave it unreadable.
     _raise(display_path(added_arms_path(study, root), root),
            [p for name, arm in added.items() for p in unknown_names(protocol, name, arm, "added_arms")])
+    if registry_part.panel is not None:
+        _raise(display_path(panel_path(study, root), root), panel_problems(registry_part.panel, protocol))
     return Study(study, root, protocol, dict(arms.arms), added, registry_part.continuations, registry_part)

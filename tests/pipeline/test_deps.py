@@ -21,8 +21,9 @@ IGNORE = shutil.ignore_patterns("*.pyc", "__pycache__")
 
 
 @pytest.fixture()
-def repo(root: Path) -> Path:
-    """protocol/ and registry/ (shared fixture) plus the code and the pipeline files."""
+def repo(committed_root: Path) -> Path:
+    """protocol/ and registry/ as committed plus the code and the pipeline files."""
+    root = committed_root
     for part in ("negotiation", "pipelines"):
         shutil.copytree(ROOT / part, root / part, ignore=IGNORE)
     shutil.copyfile(ROOT / "dvc.yaml", root / "dvc.yaml")

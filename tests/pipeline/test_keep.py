@@ -23,6 +23,7 @@ RECORDS = {  # relative path -> kept?
     "evaluate/{arm}/sampling.json": True, "evaluate/{arm}/metrics.json": True,
     "pilot/{arm}/episodes.parquet": False, "evaluate/{arm}/shards/0001.parquet": False,
     "evaluate/{arm}/fingerprint.json": False,
+    "panel/{arm}/episodes.parquet": True, "panel/{arm}/turns.parquet": True, "panel/{arm}/shards/0001.parquet": False,
 }
 RUN_FILES = {
     "train/{run}/curves.csv": True, "train/{run}/validation.csv": True, "curves/{run}.csv": True,

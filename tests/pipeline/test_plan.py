@@ -17,8 +17,9 @@ ROOT = default_root()
 
 
 @pytest.fixture()
-def root(root: Path) -> Path:
-    """The shared protocol/registry copy plus the pipeline files and the code their deps derive from."""
+def root(committed_root: Path) -> Path:
+    """protocol/ and registry/ as committed, plus the pipeline files and the code their deps derive from."""
+    root = committed_root
     shutil.copytree(ROOT / "pipelines", root / "pipelines")
     shutil.copytree(ROOT / "negotiation", root / "negotiation", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copyfile(ROOT / "dvc.yaml", root / "dvc.yaml")
@@ -75,10 +76,10 @@ def test_an_arm_added_in_the_registry_enters_the_plan_and_the_check_flags_the_st
     text = added.read_text().replace("added_arms: {}", (
         "added_arms:\n  w16_shared_40:\n    kind: trained\n    description: intermediate checkpoint\n"
         "    size: w16\n    lr_multiple: 1\n    run: w16_shared_init\n    read_step: 40\n"
-        "    seller: \"policy:{checkpoint}\"\n    deviations: [1]\n"))
+        "    seller: \"policy:{checkpoint}\"\n    deviations: [2]\n"))
     added.write_text(text)
-    (root / "registry/demo/deviations/0001-intermediate.yaml").write_text(yaml.safe_dump({
-        "version": 1, "id": 1, "date": "2026-11-30", "title": "intermediate checkpoint", "category": "arm_added",
+    (root / "registry/demo/deviations/0002-intermediate.yaml").write_text(yaml.safe_dump({
+        "version": 1, "id": 2, "date": "2026-12-04", "title": "intermediate checkpoint", "category": "arm_added",
         "arms": ["w16_shared_40"], "what_changed": "read step 40 too", "why": "curve", "expected_impact": "none"}))
     assert build_plan("demo", root)["plan"]["arms"]["w16_shared_40"]["frozen"] is False
     arm = root / "pipelines/demo/arms/w16_shared_40"

@@ -1,6 +1,6 @@
 """The stage scripts tests/study/test_load_once.py does not run load the study once each too:
-``tokenizer``, ``init``, ``train`` (demo policy, ``lm`` token trainer, paper NeMo-RL), ``track`` and
-``report`` (issue 29). The heavy library call each ends in (a tokenizer, a warm start, a training
+``tokenizer``, ``init``, ``train`` (demo policy, ``lm`` token trainer, paper NeMo-RL), ``track``,
+``report`` (issue 29) and ``panel``. The heavy library call each ends in (a tokenizer, a warm start, a training
 loop, a NeMo-RL launch) takes typed inputs, never a study name, so it is stubbed: the count covers
 every layer from ``stage_main`` down to it.
 """
@@ -95,8 +95,17 @@ def test_track_and_report_load_once(stage_env, stage, loads, monkeypatch):
           "--seed", "0", "--viewer-episodes", "20")
 
 
+def test_panel_loads_once(stage_env, stage, loads, monkeypatch):
+    import negotiation.pipeline._panel as panel_stage
+
+    monkeypatch.setattr(panel_stage, "planned_arms", lambda study, results: [ARM])  # one arm's seller is enough
+    stage("select_arm", "--study", "demo", "--arm", ARM, "--results", str(stage_env))
+    _once(loads, stage, "panel", "--study", "demo", "--results", str(stage_env))
+    assert (stage_env / "panel" / ARM / "episodes.parquet").is_file()
+
+
 COUNTED = {"scenarios", "select_arm", "pilot", "evaluate", "validate", "analyze", "audit",  # test_load_once.py
-           "tokenizer", "init", "train", "track", "report"}  # this file
+           "tokenizer", "init", "train", "track", "report", "panel"}  # this file
 
 
 def test_every_stage_script_is_counted():
