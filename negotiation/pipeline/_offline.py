@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from negotiation.pipeline._studyfile import STAGE_ORDER  # the order stage groups run in (each after those it reads)
+
 LEDGER = "stages-run.json"
 _VAR = re.compile(r"\$\{([^}]+)\}")
 
@@ -60,9 +62,6 @@ def _fill(text: str, ctx: dict[str, Any]) -> str:
     return _VAR.sub(lambda m: str(_lookup(ctx, m.group(1))), " ".join(str(text).split()))
 
 
-STAGE_ORDER = ("scenarios", "tokenizer", "init", "train", "select", "pilot", "evaluate", "track", "validate",
-               "analyze", "report", "audit")
-"""The order stage groups run in (each after those it reads); the same as ``_studyfile.STAGE_ORDER``."""
 
 
 def _context(pipeline_file: Path) -> dict[str, Any]:
