@@ -93,3 +93,6 @@ def test_every_block_runs_in_order_on_a_fresh_workspace(tmp_path):
     assert noop.returncode == 0 and "Running stage" not in noop.stdout + noop.stderr, noop.stdout[-2000:]
     audit = _run(".venv/bin/nego audit demo --results outputs/demo", workspace)
     assert audit.returncode == 0, (audit.stdout[-2000:], audit.stderr[-2000:])
+    report = (workspace / "outputs/demo/report/report.md").read_text(encoding="utf-8")
+    panel = report[report.index("**Exploratory buyer panel (registry)"):]  # the ANAC panel, built by dvc repro
+    assert "AI assistance" in panel.split("\n")[0] and "| w128_lr3x | 32 | 0 |" in panel
