@@ -49,13 +49,13 @@ def test_the_how_to_adds_an_arm_the_pipeline_and_the_audit_accept(checkout):
     for argv, result in zip(commands, results):
         assert result.exit_code == 0, (argv, result.stdout, result.stderr)
     added = yaml.safe_load((checkout / "registry/demo/arms.yaml").read_text())["added_arms"]["w64_lr5x"]
-    assert (added["lr_multiple"], added["run"], added["read_point"], added["deviations"]) == (5, "w64_lr5x", "early", [1])
-    entry = yaml.safe_load(next((checkout / "registry/demo/deviations").glob("0001-*.yaml")).read_text())
+    assert (added["lr_multiple"], added["run"], added["read_point"], added["deviations"]) == (5, "w64_lr5x", "early", [2])
+    entry = yaml.safe_load(next((checkout / "registry/demo/deviations").glob("0002-*.yaml")).read_text())
     assert entry["category"] == "arm_added" and entry["arms"] == ["w64_lr5x"]
     plan = yaml.safe_load((checkout / "pipelines/plans/demo.yaml").read_text())["plan"]
     assert "w64_lr5x" in plan["arms"] and "w64_lr5x" in plan["runs"]
     audit = json.loads(nego("audit", "demo", "--json").stdout)
-    assert any(f["check"] == "arms" and f["status"] == "covered" and f["deviations"] == [1] for f in audit["findings"])
+    assert any(f["check"] == "arms" and f["status"] == "covered" and f["deviations"] == [2] for f in audit["findings"])
     status = json.loads(results[-1].stdout)
     assert {a["arm"]: a["frozen"] for a in status["arms"]}["w64_lr5x"] == "added"
 
@@ -68,10 +68,11 @@ def test_the_how_to_adds_an_arm_the_pipeline_and_the_audit_accept(checkout):
 ])
 def test_a_bad_new_arm_is_one_line_and_writes_nothing(checkout, settings, fragment):
     before = (checkout / "registry/demo/arms.yaml").read_text()
+    entries = sorted((p.name, p.read_bytes()) for p in (checkout / "registry/demo/deviations").iterdir())
     result = nego(*DEVIATION, "--add-arm", "w64_lr5x", "--like", "w64_lr3x", "--set", "lr_multiple=5", *settings)
     assert_one_line_error(result, fragment)
     assert (checkout / "registry/demo/arms.yaml").read_text() == before
-    assert sorted(p.name for p in (checkout / "registry/demo/deviations").iterdir()) == ["README.md"]
+    assert sorted((p.name, p.read_bytes()) for p in (checkout / "registry/demo/deviations").iterdir()) == entries
 
 
 def test_an_arm_not_yet_added_is_named_with_the_way_to_add_it(checkout):
