@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Times a clean `dvc repro` of the demo study and the no-op `dvc repro` after it, beside the
 # targets (300 and 3 seconds on 2 cores, issue 30), and says where the clean run's time goes: per
-# stage kind (scenarios, init, train, select, pilot, evaluate, track, validate, analyze, report,
+# stage kind (scenarios, init, train, select, pilot, evaluate, panel, track, validate, analyze, report,
 # audit) the stages' own seconds (the command, then DVC saving its outputs and parsing dvc.lock,
 # which it does before it logs "Updating lock file"), and DVC's own time before the first stage and
 # between stages (writing the stage's dvc.lock back, checking the next stage's deps).
