@@ -14,7 +14,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from negotiation.analysis._bootstrap import BootstrapSettings, cluster_bootstrap
+from negotiation.analysis._bootstrap import BootstrapSettings
+from negotiation.analysis._contrast import bootstrap_series
 from negotiation.analysis._pairing import combine_paired, metric_series
 from negotiation.analysis._tables import Table, number, percent
 
@@ -41,8 +42,7 @@ def _difference(frames: Mapping[str, pd.DataFrame], arm: str, base: str, setting
     paired = combine_paired(series, {arm: 1.0, base: -1.0}, complete=False)
     if paired.empty:
         return "—"
-    clusters = paired.index.get_level_values("seed").to_numpy()
-    found = cluster_bootstrap(paired.to_numpy(dtype=float), clusters, settings, rng)
+    found = bootstrap_series(paired, settings, rng)
     return f"{found.mean:+.3f} [{found.ci[0]:+.3f}, {found.ci[1]:+.3f}]"
 
 

@@ -55,11 +55,9 @@ def _play_arm(study: Study, layout: ResultsLayout, arm: str, options: RunOptions
     seller = _seller(layout, arm)
     _torch_single_thread(seller)
     cell = build_cell(study.protocol, arm=arm, seller=seller, buyers=dict(panel.buyers),
-                      domains=tuple(panel.domains), seeds=panel.seeds.seeds())
+                      domains=tuple(panel.domains), seeds=tuple(panel.seeds.seeds()))
     result = asyncio.run(evaluate_cell(cell, layout.panel(arm), study.protocol, protocol_hash=study.lock_hash,
                                        options=options, seller_weights=_seller_weights(layout, arm),
                                        seller_sha256=_seller_sha256(layout, arm),
                                        **arm_settings(study, arm, seller)))
-    episodes = result.episodes
-    errors = int((episodes["outcome"] == "error").sum()) if len(episodes) else 0
-    return {"episodes": int(len(episodes)), "errors": errors}
+    return {"episodes": len(result.episodes), "errors": result.error_rows}

@@ -15,25 +15,13 @@ from pydantic import Field
 
 from negotiation.errors import ConfigError
 from negotiation.names import SAFE_NAME
-from negotiation.protocol import Protocol, StrictModel, display_path, load_yaml_model
+from negotiation.protocol import Protocol, SeedBlock, StrictModel, display_path, load_yaml_model
 from negotiation.study._layout import registry_dir
 
 __all__ = ["PANEL_FILE", "Panel", "load_panel", "panel_path", "panel_problems"]
 
 PANEL_FILE = "panel.yaml"
 """Under ``registry/<study>/``."""
-
-
-class PanelSeeds(StrictModel):
-    """A half-open block of scenario seeds, ``start`` up to ``stop`` - 1."""
-
-    start: int = Field(ge=0)
-    """First seed."""
-    stop: int
-    """One past the last seed."""
-
-    def seeds(self) -> tuple[int, ...]:
-        return tuple(range(self.start, self.stop))
 
 
 class Panel(StrictModel):
@@ -53,7 +41,7 @@ class Panel(StrictModel):
     """Buyer label (the tables' ``buyer`` column) -> agent spec, e.g. ``negmas:ParsAgent?levels=3``."""
     domains: tuple[str, ...] = Field(min_length=1)
     """Evaluated domains of the protocol the panel plays."""
-    seeds: PanelSeeds
+    seeds: SeedBlock
     """Scenario seeds per domain; each is a resampling cluster of the panel's paired intervals."""
 
 
@@ -79,7 +67,7 @@ def load_panel(path: Path, study: str, root: Path, problems: list[str]) -> Panel
 
 def panel_problems(panel: Panel, protocol: Protocol) -> list[tuple[str, str]]:
     """``(key, reason)`` where the panel does not fit the protocol: domains it does not evaluate,
-    labels that are not names or that the frozen evaluation already uses, an empty seed block."""
+    labels that are not names or that the frozen evaluation already uses."""
     problems = [(f"domains.{i}", f"{name!r} is not an evaluated domain; known: {sorted(protocol.domains.evaluated)}")
                 for i, name in enumerate(panel.domains) if name not in protocol.domains.evaluated]
     for label in panel.buyers:
@@ -87,6 +75,4 @@ def panel_problems(panel: Panel, protocol: Protocol) -> list[tuple[str, str]]:
             problems.append((f"buyers.{label}", f"label {label!r} is not a safe name ({SAFE_NAME.pattern})"))
         elif label in protocol.buyers.evaluation:
             problems.append((f"buyers.{label}", f"label {label!r} is an evaluation buyer of the protocol"))
-    if panel.seeds.stop <= panel.seeds.start:
-        problems.append(("seeds.stop", f"{panel.seeds.stop} is not above start {panel.seeds.start}"))
     return problems
