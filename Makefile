@@ -1,6 +1,6 @@
 # Two entry points, each installing what it needs from this checkout's own files:
 #   make repro   the main job: `dvc repro` (the demo study); installs the pipeline profile and anac (its buyer panel)
-#   make repro-lm  the lm study's pipeline (pipelines/lm/dvc.yaml); adds the llm profile (transformers)
+#   make repro-lm  the lm study's pipeline (its own DVC project, pipelines/lm/); adds the llm profile (transformers)
 #   make test    the tests; installs the dev profile and Chromium for the browser tests
 # The virtualenv .venv is built once per checkout and updated when pyproject.toml or the lock
 # changes. Every package is pinned by requirements.lock (pip constraints; `make lock` rewrites it).
@@ -36,14 +36,14 @@ repro: $(PIPELINE_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
 
 # The lm study's stages load transformers (tokenizer, ladder, hf: sellers): the pipeline profile
-# plus llm. `make repro` alone leaves llm out, so `dvc repro pipelines/lm/dvc.yaml` after it stops
+# plus llm. `make repro` alone leaves llm out, so `dvc --cd pipelines/lm repro` after it stops
 # at the tokenizer stage with a line naming the llm extra.
 $(LLM_STAMP): $(PIPELINE_STAMP)
 	$(BIN)/pip install -c $(LOCK) -e '.[pipeline,fast,anac,llm]'
 	touch $(LLM_STAMP)
 
 repro-lm: $(LLM_STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro pipelines/lm/dvc.yaml
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc --cd pipelines/lm repro
 
 # `python -m pytest` puts the checkout on sys.path, as the team's PYTHONPATH=<repo> runs do, so
 # tests may import shared helpers as `tests.<package>.<module>`.

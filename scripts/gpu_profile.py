@@ -9,7 +9,7 @@ On the GPU machine (torch, transformers; no DVC, no MLflow; pydantic from carrie
 Here, with outputs/lm-gpu and metrics/lm-gpu brought back:
 
     python scripts/gpu_profile.py commit                   # dvc commit -f of the stages the GPU ran
-    dvc repro pipelines/lm/gpu/dvc.yaml                    # the home stages: track, validate, analyze, report, audit
+    dvc --cd pipelines/lm repro gpu/dvc.yaml               # the home stages: track, validate, analyze, report, audit
 
 It only runs the commands of ``pipelines/lm/gpu/dvc.yaml`` and its arm files
 ``pipelines/lm/gpu/arms/<arm>/dvc.yaml`` (``negotiation.pipeline.run_offline``) and commits what they

@@ -126,4 +126,4 @@ def test_the_extra_named_for_each_package_installs_it():
 def test_make_repro_lm_adds_the_llm_profile_the_lm_stages_load():
     plan = subprocess.run(["make", "-n", "-B", "repro-lm"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "-c requirements.lock -e '.[pipeline,fast,anac,llm]'" in plan
-    assert "dvc repro pipelines/lm/dvc.yaml" in plan and "[dev]" not in plan
+    assert "dvc --cd pipelines/lm repro" in plan and "[dev]" not in plan

@@ -31,7 +31,7 @@ def _planned(study: Study | str, arms: list[str] | None, results_dir: Path) -> S
     """The study with the arms these stages read: ``arms`` when given (``scoped``), else every arm
     the plan of the profile whose results folder ``results_dir`` is builds (``results_profile``):
     the CPU profile's in ``outputs/<study>``, the GPU profile's and the reference sellers in
-    ``outputs/<study>-gpu``. Without that rule a fresh ``dvc repro pipelines/lm/dvc.yaml`` stopped
+    ``outputs/<study>-gpu``. Without that rule a fresh ``dvc --cd pipelines/lm repro`` stopped
     at validate, waiting for tables no stage of it writes."""
     loaded = as_study(study)
     if arms is None and loaded.gpu_profile_arms():

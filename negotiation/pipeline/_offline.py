@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -41,12 +42,15 @@ _VAR = re.compile(r"\$\{([^}]+)\}")
 @dataclass(frozen=True)
 class StageCommand:
     """One stage of a study's DVC files, its variables filled: its name (``select@<arm>``), group,
-    command and DVC address (``<file>:<stage>``, the file as the study file was given)."""
+    command, DVC address (``<file>:<stage>``, the file as the study file was given) and the folder
+    it runs in (its ``wdir``, relative to where the file was given from: a study's own DVC project
+    runs its commands inside it, each starting with a ``cd`` to the root)."""
 
     name: str
     group: str
     cmd: str
     address: str
+    wdir: str = "."
 
 
 def _lookup(ctx: dict[str, Any], dotted: str) -> Any:
@@ -79,16 +83,18 @@ def _file_commands(path: Path, arm: str | None) -> list[tuple[StageCommand, int]
     loaded = _context(path)
     ctx, out = loaded["vars"], []
     for name, stage in loaded["graph"]["stages"].items():
+        body = stage["do"] if "foreach" in stage else stage
+        wdir = os.path.normpath(path.parent / body.get("wdir", "."))
         if "foreach" not in stage:
             out.append((StageCommand(f"{name}@{arm}" if arm else name, name, _fill(stage["cmd"], ctx),
-                                     f"{path.as_posix()}:{name}"), 0))
+                                     f"{path.as_posix()}:{name}", wdir), 0))
             continue
         items = stage["foreach"] if isinstance(stage["foreach"], dict) else \
             _lookup(ctx, _VAR.fullmatch(stage["foreach"]).group(1))
         for key, item in items.items():
             continues = int(name == "train" and "/train/" in str((item or {}).get("start", "")))
             out.append((StageCommand(f"{name}@{key}", name, _fill(stage["do"]["cmd"], {**ctx, "key": key, "item": item}),
-                                     f"{path.as_posix()}:{name}@{key}"), continues))
+                                     f"{path.as_posix()}:{name}@{key}", wdir), continues))
     return out
 
 
@@ -141,7 +147,7 @@ def run_offline(pipeline_file: str | Path, root: Path, *, groups: tuple[str, ...
         if dry:
             continue
         start = time.perf_counter()
-        done = subprocess.run(command.cmd, shell=True, cwd=root)
+        done = subprocess.run(command.cmd, shell=True, cwd=root / command.wdir)
         if done.returncode != 0:
             raise SystemExit(f"error: stage {command.name} failed (exit {done.returncode}): {command.cmd}")
         ledger[command.name] = {"cmd": command.cmd, "seconds": round(time.perf_counter() - start, 1),
@@ -153,15 +159,27 @@ def run_offline(pipeline_file: str | Path, root: Path, *, groups: tuple[str, ...
     return ran
 
 
+def dvc_project(pipeline_file: str | Path, root: Path) -> Path:
+    """The DVC project holding ``pipeline_file`` (the nearest folder up from it with a ``.dvc``;
+    relative to ``root``): a study's own project, else the root's."""
+    folder = Path(os.path.normpath(Path(pipeline_file).parent))
+    while folder != folder.parent and not (Path(root) / folder / ".dvc").is_dir():
+        folder = folder.parent
+    return folder
+
+
 def commit_command(pipeline_file: str | Path, root: Path) -> list[str]:
-    """``dvc commit -f`` of every stage the ledger lists (in the file's order), as an argv."""
+    """``dvc commit -f`` of every stage the ledger lists (in the file's order), as an argv run in
+    the file's DVC project (``dvc --cd <project>`` for a study's own)."""
     pipeline_file = Path(pipeline_file)
     ledger = _read_ledger(ledger_path(pipeline_file, root))
-    names = [c.address for c in stage_commands(pipeline_file) if c.name in ledger]
+    project = dvc_project(pipeline_file, root)
+    names = [Path(os.path.relpath(c.address, project)).as_posix() for c in stage_commands(pipeline_file)
+             if c.name in ledger]
     if not names:
         raise SystemExit(f"error: {ledger_path(pipeline_file, root)}: no finished stage to commit "
                          "(bring the GPU machine's outputs home first)")
-    return ["dvc", "commit", "-f", *names]
+    return ["dvc", *(["--cd", project.as_posix()] if project.parts else []), "commit", "-f", *names]
 
 
 def commit_offline(pipeline_file: str | Path, root: Path) -> int:
@@ -171,5 +189,5 @@ def commit_offline(pipeline_file: str | Path, root: Path) -> int:
     return subprocess.run(argv, cwd=root).returncode
 
 
-__all__ = ["LEDGER", "STAGE_ORDER", "StageCommand", "arm_files", "commit_command", "commit_offline", "ledger_path", "run_offline",
+__all__ = ["LEDGER", "STAGE_ORDER", "StageCommand", "arm_files", "commit_command", "commit_offline", "dvc_project", "ledger_path", "run_offline",
            "stage_commands"]

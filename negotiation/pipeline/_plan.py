@@ -12,6 +12,7 @@ registry imply, and CI runs that check. Nothing in it is typed by hand.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,19 @@ def _sync(path: Path, text: str, check: bool) -> bool:
     return True
 
 
+def _sync_link(path: Path, target: str, check: bool) -> bool:
+    """Like ``_sync`` for a symbolic link: ``path`` points at ``target``."""
+    current = os.readlink(path) if path.is_symlink() else None
+    if check or current == target:
+        return current == target
+    if path.exists() or path.is_symlink():
+        raise ConfigError(f"{path}: expected a link to {target}, found {'a link to ' + current if current else 'a file'}; "
+                          "move it away and rerun `nego pipeline plan`")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(target)
+    return True
+
+
 def _derived(study: Study, profile: str) -> dict[Path, str]:
     from negotiation.pipeline._studyfile import derive_files
 
@@ -209,8 +223,13 @@ def write_plan(study: str | Study, root: Path | None = None, *, check: bool = Fa
     ``pipelines/<study>/gpu/dvc.yaml`` for a GPU profile) and per arm ``arms/<arm>/dvc.yaml`` and
     ``params.yaml``; return ``(path, up_to_date)`` for each. An arm folder no arm is planned for is
     an orphan: listed as ``(folder, False)`` with ``check``, else its generated files are removed."""
+    from negotiation.pipeline._project import project_files, project_links
+
     study_obj = as_study(study, root)
-    results = []
+    results = [(study_obj.root / rel, _sync(study_obj.root / rel, text, check))
+               for rel, text in project_files(study_obj.name, study_obj.root).items()]
+    results += [(study_obj.root / rel, _sync_link(study_obj.root / rel, target, check))
+                for rel, target in project_links(study_obj.name).items()]
     for profile in profiles(study_obj):
         path = plan_path(study_obj.name, study_obj.root, profile)
         results.append((path, _sync(path, render_plan(build_plan(study_obj, profile=profile)), check)))

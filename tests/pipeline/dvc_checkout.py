@@ -18,7 +18,10 @@ def checkout_copy(dest: Path) -> Path:
                            check=True, capture_output=True).stdout.decode().split("\0")
     for name in filter(None, files):
         src = ROOT / name
-        if src.is_file():
+        if src.is_symlink():  # a study's DVC project links outputs/ and metrics/
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(src), dest / name)
+        elif src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
     subprocess.run(["git", "init", "-q"], cwd=dest, check=True)

@@ -56,23 +56,27 @@ def test_gpu_outputs_that_cost_gpu_hours_persist():
 
 def test_fresh_clone_lists_the_gpu_stages_and_cpu_repro_never_reaches_them(tmp_path):
     repo = checkout_copy(tmp_path / "clone")
-    arm_file = "pipelines/lm/gpu/arms/lm_m_shared/dvc.yaml"
-    status = dvc(["status", arm_file], repo)
+    # The lm study is its own DVC project: the root's bare status never lists its stages.
+    root_status = dvc(["status"], repo).stdout
+    assert "scenarios:" in root_status and not any(p in root_status for p in ("pipelines/lm/", "outputs/lm"))
+    arm_file = "gpu/arms/lm_m_shared/dvc.yaml"
+    status = dvc(["--cd", "pipelines/lm", "status", arm_file], repo)
     assert status.returncode == 0, status.stderr
     assert f"{arm_file}:train@lm_m_shared" in status.stdout
-    listed = dvc(["stage", "list", str(GPU_FILE)], repo, COLUMNS="300")
+    listed = dvc(["--cd", "pipelines/lm", "stage", "list", "gpu/dvc.yaml"], repo, COLUMNS="300")
     assert "scripts/gpu_profile.py run" in listed.stdout
-    # What `dvc repro pipelines/lm/dvc.yaml` would run: its stages and everything upstream of them.
+    # What `dvc --cd pipelines/lm repro` would run: its stages and everything upstream of them.
     from dvc.repo import Repo
     from dvc.repo.reproduce import get_active_graph, plan_repro
 
-    with Repo(str(repo)) as dvc_repo:
+    project = repo / "pipelines/lm"
+    with Repo(str(project)) as dvc_repo:
         graph = get_active_graph(dvc_repo.index.graph)
-        lm = [s for s in graph if Path(s.path) == repo / "pipelines/lm/dvc.yaml"]
+        lm = [s for s in graph if Path(s.path) == project / "dvc.yaml"]
         planned = plan_repro(graph, lm)
-    files = {Path(s.path).relative_to(repo).as_posix() for s in planned}
-    assert "pipelines/lm/dvc.yaml" in files and "pipelines/lm/arms/lm_xs_base/dvc.yaml" in files
-    assert all(f == "pipelines/lm/dvc.yaml" or f.startswith("pipelines/lm/arms/") for f in files), files
+    files = {Path(s.path).relative_to(project).as_posix() for s in planned}
+    assert "dvc.yaml" in files and "arms/lm_xs_base/dvc.yaml" in files
+    assert all(f == "dvc.yaml" or f.startswith("arms/") for f in files), files
     assert "evaluate" in {s.name for s in planned if "lm_xs_base" in s.path}
 
 
@@ -97,16 +101,17 @@ def test_round_trip_without_dvc_or_mlflow_then_commit_leaves_dvc_status_clean(tm
     again = subprocess.run(run, cwd=repo, env=gpu_env, capture_output=True, text=True, timeout=600)
     assert "ran 0 stage(s)" in again.stderr
     # Home: commit what came back; status is clean and repro reruns nothing.
-    targets = commit_command(repo / GPU_FILE, repo)[3:]
+    argv = commit_command(GPU_FILE, repo)
+    assert argv[:5] == ["dvc", "--cd", "pipelines/lm", "commit", "-f"]
+    targets = argv[5:]
     assert [t.split(":")[-1] for t in targets] == ["scenarios", "select", "pilot", "evaluate"]
-    assert targets[1].endswith("pipelines/lm/gpu/arms/ref_boulware/dvc.yaml:select")
+    assert targets[1] == "gpu/arms/ref_boulware/dvc.yaml:select"
     commit = subprocess.run([sys.executable, "scripts/gpu_profile.py", "commit"], cwd=repo, env=stage_env(repo),
                             capture_output=True, text=True, timeout=600)
     assert commit.returncode == 0, commit.stderr[-3000:]
-    rel = [str(Path(t).relative_to(repo)) if t.startswith("/") else t for t in targets]
-    status = dvc(["status", *rel], repo)
+    status = dvc(["--cd", "pipelines/lm", "status", *targets], repo)
     assert status.returncode == 0 and "up to date" in status.stdout, status.stdout
-    repro = dvc(["repro", *rel], repo)
+    repro = dvc(["--cd", "pipelines/lm", "repro", *targets], repo)
     assert repro.returncode == 0, repro.stderr
     assert "Running stage" not in repro.stdout
     assert episodes.stat().st_mtime_ns == stamp

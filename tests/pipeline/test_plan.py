@@ -105,18 +105,27 @@ def test_an_arm_folder_no_arm_is_planned_for_is_an_orphan(root):
 
 
 def test_study_files_hold_the_study_stages_and_arm_files_the_arm_stages_run_from_the_root():
+    demo = yaml.safe_load((ROOT / "pipelines/demo/arms/w16_base/dvc.yaml").read_text())["stages"]["evaluate"]
+    assert demo["wdir"] == "../../../.." and demo["cmd"].startswith("python pipelines/evaluate.py")
+    # Another study is its own DVC project (pipelines/paper/): its stages run in it, cd to the root first.
     files = derive_files("paper", ROOT, build_plan("paper")["plan"])
     study = yaml.safe_load(files[Path("pipelines/paper/dvc.yaml")])
     assert study["vars"] == [{"plan": {"study": "paper", "out": "outputs/paper", "arms_dir": "arms"}},
                              "../../params.yaml"]
     assert list(study["stages"]) == ["scenarios", "init", "track", "validate", "analyze", "report", "audit"]
-    assert study["stages"]["track"]["wdir"] == "../.." and "foreach" in study["stages"]["init"]
+    assert "wdir" not in study["stages"]["track"] and "foreach" in study["stages"]["init"]
     arm = yaml.safe_load(files[Path("pipelines/paper/arms/e2b_shared_104/dvc.yaml")])
     assert list(arm["stages"]) == ["train", "select", "pilot", "evaluate"]
     assert set(arm["stages"]["train"]["foreach"]) == {"e2b_shared_cont"}  # the run its entry defines
-    assert arm["stages"]["evaluate"]["wdir"] == "../../../.."
-    assert arm["stages"]["evaluate"]["cmd"] == ("python pipelines/evaluate.py --study paper --arm e2b_shared_104 "
-                                                "--results outputs/paper --metrics metrics/paper/e2b_shared_104.json")
+    evaluate = arm["stages"]["evaluate"]
+    assert evaluate["wdir"] == "../.."
+    assert evaluate["cmd"] == ("cd ../.. && python pipelines/evaluate.py --study paper --arm e2b_shared_104 "
+                               "--results outputs/paper --metrics metrics/paper/e2b_shared_104.json")
+    assert evaluate["deps"][0] == "../../pipelines/evaluate.py" and "../../negotiation/_root.py" in evaluate["deps"]
+    assert not any(Path(ROOT, d[len("../../"):]).is_dir() for d in evaluate["deps"] if d.startswith("../../negotiation"))
+    assert [name for entry in arm["stages"]["select"]["params"] for name in entry] == [
+        "../../protocol/paper/protocol.yaml", "arms/e2b_shared_104/params.yaml"]
+    assert all((o if isinstance(o, str) else next(iter(o))).startswith(("outputs/", "metrics/")) for o in evaluate["outs"])
     top = yaml.safe_load((ROOT / "dvc.yaml").read_text())
     assert "metrics" in yaml.safe_load((ROOT / "pipelines/demo/arms/w16_base/dvc.yaml").read_text())["stages"]["evaluate"]
     assert "plots" in top and "plots" not in study and "metrics" not in arm["stages"]["evaluate"]

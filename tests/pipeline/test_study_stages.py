@@ -1,6 +1,6 @@
 """The study-level stages (validate, analyze) read the arms the DVC plan builds: for the ``lm``
 study that leaves out the GPU profile's arms, whose tables ``scripts/gpu_profile.py`` writes, so a
-fresh ``dvc repro pipelines/lm/dvc.yaml`` does not stop at validate waiting for them."""
+fresh ``dvc --cd pipelines/lm repro`` does not stop at validate waiting for them."""
 
 from __future__ import annotations
 
