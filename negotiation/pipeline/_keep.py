@@ -3,7 +3,9 @@
 A GPU study's results come home as DVC outputs, checkpoints included: gigabytes that git should
 not hold. What a reader needs to audit the study and to rebuild its numbers without a GPU is much
 smaller: the episode and turn tables, the records of how each arm was selected, gated, sampled and
-trained, and the training curves. ``keep_results`` copies exactly those, at their paths under
+trained, the training curves and each run's recorded MLflow run (``mlflow_run.json`` and its
+clock), so the ``track`` stage logs the same training runs from the kept folder on a machine
+without the weights (their registered versions then say ``weights_in_model: false``). ``keep_results`` copies exactly those, at their paths under
 ``ResultsLayout``, so ``nego validate / analyze / report / audit --results <kept>`` read the kept
 folder as they read the original. Weights, optimizer state, resumable stores and what a later
 stage derives (validation, analysis, report, audit) stay behind: the later stages rebuild them.
@@ -25,12 +27,14 @@ ANY = "*"
 def kept_patterns(layout: ResultsLayout) -> list[str]:
     """Glob patterns, relative to ``layout.dir``, of the files ``keep_results`` copies: built from
     the layout's own paths (an arm or run name replaced by ``*``), so none is spelled twice."""
+    from negotiation.tracking import RECORD_FILE, TIMES_FILE
     from negotiation.training import TRAINING_INFO_FILE
 
     per_arm = (layout.seller, layout.selection, layout.pilot, layout.episodes, layout.turns,
                layout.sampling, layout.metrics, layout.panel_episodes, layout.panel_turns)
     paths = [path(ANY) for path in per_arm]
-    paths += [layout.curves(ANY), layout.train(ANY) / "*.csv", layout.train(ANY) / "step_*" / TRAINING_INFO_FILE]
+    paths += [layout.curves(ANY), layout.train(ANY) / "*.csv", layout.train(ANY) / "step_*" / TRAINING_INFO_FILE,
+              layout.train(ANY) / RECORD_FILE, layout.train(ANY) / TIMES_FILE]
     return [str(path.relative_to(layout.dir)) for path in paths]
 
 

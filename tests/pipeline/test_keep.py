@@ -29,6 +29,7 @@ RUN_FILES = {
     "train/{run}/curves.csv": True, "train/{run}/validation.csv": True, "curves/{run}.csv": True,
     "train/{run}/step_8/training_info.json": True, "train/{run}/step_8/weights.pt": False,
     "train/{run}/step_8/config.json": False, "train/{run}/resume.pt": False,
+    "train/{run}/mlflow_run.json": True, "train/{run}/mlflow_run.times.json": True,
 }
 OTHERS = {"init/w16/weights.pt": False, "scenarios/evaluation.parquet": False}
 DERIVED = ("analyze/contrasts.json", "validate/report.json", "report/report.md", "audit.json")
@@ -121,3 +122,59 @@ def test_the_command_prints_what_it_kept(results, tmp_path):
     assert sorted(data["files"]) == sorted(path for path, keep in expected.items() if keep)
     again = CliRunner().invoke(app, ["pipeline", "keep", str(folder), str(tmp_path / "kept")])
     assert again.exit_code == 2 and "not empty" in again.output
+
+
+def _metric_histories(client, experiment: str) -> dict[str, dict]:
+    """Per logged run (by arm and phase): its params, user tags and every metric's history."""
+    exp = client.get_experiment_by_name(experiment).experiment_id
+    out = {}
+    for run in client.search_runs([exp]):
+        tags = {k: v for k, v in run.data.tags.items() if not k.startswith("mlflow.") and k != "parent_run"}
+        history = {key: [(m.step, m.value, m.timestamp) for m in client.get_metric_history(run.info.run_id, key)]
+                   for key in run.data.metrics}
+        out[(run.data.tags["arm"], run.data.tags["phase"])] = (run.data.params, tags, history,
+                                                               (run.info.start_time, run.info.end_time))
+    return out
+
+
+def test_track_logs_the_same_runs_from_a_kept_folder_without_the_weights(tmp_path, monkeypatch):
+    """A CPU clone holding only the kept folder browses the GPU runs in MLflow as the home machine
+    does: the same training runs (params, tags, every step's metrics, the training's own clock) and
+    evaluation runs; the arm's model version is registered, marked as holding no weights."""
+    from mlflow.tracking import MlflowClient
+
+    from negotiation.agents import Policy, PolicyArch
+    from negotiation.pipeline import run_track
+    from negotiation.tracking import RECORD_FILE, RecordingTracker
+
+    arm = "w16_shared_init"
+    layout = ResultsLayout(write_synthetic_results(load_study("demo").protocol, [arm], tmp_path / "r" / "demo", seed=5).dir)
+    layout.metrics(arm).write_text(json.dumps({"S": 0.5, "episodes": 144}), encoding="utf-8")
+    weights = layout.train(arm) / "step_8"
+    Policy.init(PolicyArch(width=16), 0).save(weights)
+    layout.seller(arm).parent.mkdir(parents=True)
+    layout.seller(arm).write_text(json.dumps({"seller": f"policy:{weights}", "weights_sha256": "ab" * 32}))
+    tracker = RecordingTracker(layout.train(arm) / RECORD_FILE, arm, {"recipe.group_size": "8"},
+                               {"arm": arm, "phase": "training", "parent_run": "", "parent_arm": ""})
+    for step in (1, 2, 3):
+        tracker.log_step(step, {"train/reward": 0.1 * step, "train/kl_penalty": 0.01 * step})
+    tracker.finish()
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'home.db'}")
+    home = run_track("demo", layout.dir)
+    at_home = _metric_histories(MlflowClient(), "negotiation/demo")
+    keep_results(layout.dir, tmp_path / "kept" / "demo")
+    shutil.rmtree(layout.dir)  # the clone has the kept folder only: no weights anywhere
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'clone.db'}")
+    clone = run_track("demo", tmp_path / "kept" / "demo")
+    client = MlflowClient()
+
+    assert list(clone["training_runs"]) == list(home["training_runs"]) == [arm]
+    assert list(clone["evaluation_runs"]) == list(home["evaluation_runs"]) == [arm]
+    in_clone = _metric_histories(client, "negotiation/demo")
+    assert in_clone.keys() == at_home.keys() == {(arm, "training"), (arm, "evaluation")}
+    assert in_clone[(arm, "training")] == at_home[(arm, "training")]
+    assert in_clone[(arm, "training")][2]["train/reward"][-1][:2] == (3, pytest.approx(0.3))
+    assert in_clone[(arm, "evaluation")][2].keys() == at_home[(arm, "evaluation")][2].keys()
+    (version,) = client.search_model_versions(f"name = '{clone['evaluation_runs'][arm]['registered_model']}'")
+    assert version.tags["weights_in_model"] == "false" and version.tags["arm"] == arm
