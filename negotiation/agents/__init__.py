@@ -33,7 +33,9 @@ __all__ = [
     "Decoding", "SamplingRole", "ServeSettings", "default_sampling_role", "llm_settings", "make_hf_agent",
     "make_litellm_agent", "make_vllm_agent", "turn_seed",
     # the demo policy's tensors, which training optimises (lazy: torch)
-    "FeatureBatch", "concat_features", "feature_tensors", "token_logprobs_entropy", "token_mask",
+    "FeatureBatch", "concat_features", "feature_tensors", "token_logprobs_entropy", "token_mask", "view_features",
+    # the warm starts' scripted corpus, and a scripted turn as the policy's action (its imitation target)
+    "imitation_action", "scripted_seller_turns", "training_buyer",
     # lockstep rollouts of the demo policy over this process and torch-free helper processes
     "EpisodeOutcome", "PolicyShards", "SellerBatch", "outcome_of",
 ]
@@ -46,10 +48,11 @@ _LAZY = {"Policy": "_policy", "PolicyAgent": "_policy", "PolicyArch": "_policy_n
          "Decoding": "_llm_sampling", "SamplingRole": "_llm_sampling", "ServeSettings": "_llm_vllm",
          "default_sampling_role": "_llm_settings", "llm_settings": "_llm_settings", "turn_seed": "_llm_settings",
          "make_hf_agent": "_llm_hf", "make_litellm_agent": "_llm", "make_vllm_agent": "_llm_vllm",
-         "FeatureBatch": "_policy_features", "concat_features": "_policy_features",
+         "FeatureBatch": "_policy_features", "concat_features": "_policy_features", "view_features": "_policy_features",
          "feature_tensors": "_policy_net", "token_logprobs_entropy": "_policy_net", "token_mask": "_policy_net",
          "EpisodeOutcome": "_policy_shards", "PolicyShards": "_policy_shards", "SellerBatch": "_policy_shards",
-         "outcome_of": "_policy_shards"}
+         "outcome_of": "_policy_shards", "scripted_seller_turns": "_corpus", "training_buyer": "_corpus",
+         "imitation_action": "_policy_encode"}
 
 
 def __getattr__(name: str) -> Any:

@@ -128,6 +128,18 @@ def _add_ladder(graph: dict[str, Any]) -> None:
     graph["stages"] = stages
 
 
+# What a policy warm start (protocol ``policy_warm_start``) makes ``init@<size>`` read: its corpus
+# is scripted sellers against the training buyers on the training domains and seeds.
+_POLICY_WARM_START_READS = ["policy_warm_start", "seeds.training", "domains.training", "buyers.training",
+                            "environment"]
+
+
+def _add_policy_warm_start(graph: dict[str, Any]) -> None:
+    body = graph["stages"]["init"]["do"]
+    body["deps"] += ["protocol/domains"]
+    body["params"][0]["protocol/${plan.study}/protocol.yaml"] += _POLICY_WARM_START_READS
+
+
 _PANEL_OUT = "${plan.out}/panel"
 
 
@@ -158,6 +170,8 @@ def template_graph(study: str | Study, root: Path, profile: str = "cpu") -> dict
     graph = yaml.safe_load((Path(root) / TEMPLATE).read_text(encoding="utf-8"))
     if loaded.protocol.tokenizer is not None:
         _add_ladder(graph)
+    if loaded.protocol.policy_warm_start is not None:
+        _add_policy_warm_start(graph)
     if loaded.panel is None or profile == "gpu":
         _drop_panel(graph)
     # A dep outside a study's own DVC project is hashed without its .dvcignore: files, not folders.

@@ -113,7 +113,8 @@ def run_train(study: Study | str, run: str, out_dir: Path, *, track: bool = True
     from negotiation.training import branch_checkpoint, train_arm, train_config_for, training_env
 
     parent = branch_checkpoint(study.root / info["start"], branch) if info["parent"] else None
-    cfg = train_config_for(study, run, parent=parent, steps=info["steps"], protocol_hash=study.lock_hash)
+    base = None if info["parent"] else study.root / info["start"]  # the size's base: init@'s output
+    cfg = train_config_for(study, run, parent=parent, steps=info["steps"], protocol_hash=study.lock_hash, base=base)
     with StageProgress(f"train@{run}", unit="steps") as progress:
         def on_step(step: int, total: int, metrics: dict[str, float]) -> None:
             progress.update(step, total, f"reward {metrics['train/reward']:.3f}, "

@@ -25,7 +25,7 @@ _EXPORTS = {
     "_schema_eval": ("DealRateGuard", "Guards", "ParseRateGuard", "PilotGate", "TurnsGuard"),
     "_schema_learning": ("LEARNING_FILE", "LearningBudget", "LearningCriterion", "LearningLadder", "LearningTask",
                          "LearningWarmStart", "VALIDATION_METRIC", "load_learning"),
-    "_schema_recipe": ("PolicyWidth", "Recipe"),
+    "_schema_recipe": ("PolicyWarmStart", "PolicyWidth", "Recipe"),
 }
 _HOME = homes(_EXPORTS)
 __all__ = sorted(_HOME)

@@ -17,7 +17,7 @@ from negotiation.protocol._schema_eval import (
     Statistics,
 )
 from negotiation.protocol._schema_lm import LmTokenizer, WarmStart
-from negotiation.protocol._schema_recipe import Recipe, Size
+from negotiation.protocol._schema_recipe import PolicyWarmStart, Recipe, Size
 
 __all__ = ["Protocol"]
 
@@ -67,6 +67,9 @@ class Protocol(StrictModel):
     """The language-model ladder's tokenizer (``lm`` sizes only)."""
     warm_start: WarmStart | None = None
     """The ladder's imitation warm start (``lm`` sizes only)."""
+    policy_warm_start: PolicyWarmStart | None = None
+    """The imitation warm start of ``policy`` sizes (their base); ``None``: a policy size's base is
+    its untrained init."""
 
     def design_problems(self) -> list[tuple[str, str]]:
         """``(key, reason)`` for every count that does not add up (the loader reports them)."""
@@ -121,12 +124,19 @@ class Protocol(StrictModel):
                                       f"one of another family; got {sorted(same)} and {sorted(other)}")]
 
     def _lm_problems(self) -> list[tuple[str, str]]:
-        """The ladder's sections exist exactly when an ``lm`` size does, and its corpus seeds fit."""
+        """The ladder's sections exist exactly when an ``lm`` size does, a policy warm start only
+        with policy sizes, and their corpus seeds fit the training block."""
         lm_sizes = sorted(k for k, v in self.sizes.items() if v.kind == "lm")
         problems = [(key, f"required by the lm sizes {lm_sizes}") for key in ("tokenizer", "warm_start")
                     if lm_sizes and getattr(self, key) is None]
         problems += [(key, "only lm sizes use it; no size has kind lm") for key in ("tokenizer", "warm_start")
                      if not lm_sizes and getattr(self, key) is not None]
+        if self.policy_warm_start is not None:
+            if not any(v.kind == "policy" for v in self.sizes.values()):
+                problems.append(("policy_warm_start", "only policy sizes use it; no size has kind policy"))
+            if self.policy_warm_start.seeds_per_domain > self.seeds.training.size:
+                problems.append(("policy_warm_start.seeds_per_domain", f"{self.policy_warm_start.seeds_per_domain} "
+                                 f"exceeds seeds.training ({self.seeds.training.size})"))
         if self.warm_start is not None:
             corpus = self.warm_start.corpus
             used = corpus.train_seeds_per_domain + corpus.validation_seeds_per_domain

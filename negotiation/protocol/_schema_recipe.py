@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from negotiation.protocol._files import StrictModel
+from negotiation.protocol._schema_env import Spec
 
 __all__ = ["Clip", "KlPenalty", "LlmSize", "Optimizer", "PolicySize", "PolicyWidth", "Recipe", "Sequences", "Size"]
 
@@ -174,9 +175,33 @@ class PolicySize(StrictModel):
     width: PolicyWidth
     """Hidden width of the torch policy."""
     checkpoint: str
-    """Directory of the untrained initial policy, written deterministically from width and seed."""
+    """Directory of the initial policy (the base), written deterministically from width and seed
+    (and the protocol's ``policy_warm_start``, if any)."""
     init_seed: int = Field(ge=0)
     """Seed of the initial weights, shared by every run and the base arm of this size."""
+
+
+class PolicyWarmStart(StrictModel):
+    """Imitation of scripted sellers that turns each untrained policy size into its base.
+
+    Every width gets the same corpus and budget (steps x turns), so a wider network, which fits the
+    personas better in that budget, plays like a larger base: the demo's counterpart of the paper's
+    bases differing by size (docs/training.md)."""
+
+    sellers: tuple[Spec, ...] = Field(min_length=1)
+    """Scripted seller personas whose turns are imitated, each against a training buyer."""
+    seeds_per_domain: int = Field(gt=0)
+    """Scenarios per training domain: the first seeds of ``seeds.training``."""
+    steps: int = Field(gt=0)
+    """Optimizer steps (AdamW), the same for every size."""
+    batch_turns: int = Field(gt=0)
+    """Seller turns per step, drawn with replacement from the corpus."""
+    learning_rate: float = Field(gt=0)
+    """Constant learning rate."""
+    weight_decay: float = Field(ge=0)
+    """Decoupled weight decay."""
+    seed: int = Field(ge=0)
+    """Seed of the turn draws."""
 
 
 from negotiation.protocol._schema_lm import LmSize  # noqa: E402 - the ladder's sizes live with the ladder

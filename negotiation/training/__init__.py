@@ -4,7 +4,7 @@ Shared by the demo trainer and the token-level trainer (``negotiation.training.l
 inputs around the protocol's own recipe (``TrainConfig``, ``RunArm``, ``recipe_problems``,
 ``training_data``), the estimator pieces (``loo_advantages``, ``clipped_surrogate``, ``k3_kl``,
 ``lr_at``), the course of a run (seeding, schedule, ``step_N/`` checkpoints, curves, MLflow) and
-its ``TrainSummary``. The NeMo-RL backend lives in ``negotiation.training.nemo`` and is imported
+its ``TrainSummary``; the demo policy bases' imitation warm start (``imitate``). The NeMo-RL backend lives in ``negotiation.training.nemo`` and is imported
 lazily.
 """
 
@@ -17,6 +17,7 @@ from negotiation.training._checkpoint import (
 )
 from negotiation.training._config import ArmTraining, BuyerShare, RunArm, TrainConfig, TrainData, recipe_problems
 from negotiation.training._data import ScenarioMaker, TrainItem, training_items, validation_items
+from negotiation.training._imitation import IMITATION_RECORD, ImitationRecord, imitate, imitation_corpus
 from negotiation.training._grpo import clipped_surrogate, group_advantages, k3_kl, loo_advantages, lr_at, masked_mean
 from negotiation.training._protocol import (
     branch_checkpoint,
@@ -33,7 +34,8 @@ from negotiation.training._run import CURVES_FILE, VALIDATION_FILE, TrainSummary
 from negotiation.training._trainer import train_arm
 
 __all__ = [
-    "CURVES_FILE", "DEFAULT_TRACKING_URI", "TRAINING_INFO_FILE", "VALIDATION_FILE",
+    "CURVES_FILE", "DEFAULT_TRACKING_URI", "IMITATION_RECORD", "TRAINING_INFO_FILE", "VALIDATION_FILE",
+    "ImitationRecord", "imitate", "imitation_corpus",
     "ArmTraining", "BuyerShare", "Rollouts", "RunArm", "ScenarioMaker", "TrainConfig",
     "TrainData", "TrainItem", "TrainSummary", "TrainingInfo", "checkpoint_steps",
     "branch_checkpoint", "clipped_surrogate", "final_checkpoint", "group_advantages", "k3_kl", "loo_advantages", "lr_at", "masked_mean", "recipe_problems",

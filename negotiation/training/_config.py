@@ -116,6 +116,10 @@ class ArmTraining(RunArm):
     """The network's shape, the policy's own model (its width is the protocol size's)."""
     init_seed: int = Field(ge=0)
     """Seed of the initial weights (shared by every run and the base arm of the size)."""
+    base: Path | None = None
+    """The size's base checkpoint (its ``init@`` output) a fresh run starts from and keeps as its KL
+    reference; ``None``: the untrained init of ``init_seed`` (what ``init@`` writes without a
+    ``policy_warm_start``)."""
 
 
 class TrainConfig(_Strict):

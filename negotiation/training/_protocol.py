@@ -50,13 +50,14 @@ def training_runs(study) -> list[str]:
 
 
 def train_config_for(study, run: str, *, parent: Path | None = None, steps: int | None = None,
-                     protocol_hash: str = "") -> TrainConfig:
+                     protocol_hash: str = "", base: Path | None = None) -> TrainConfig:
     """The ``TrainConfig`` of training run ``run`` of ``study`` (a ``negotiation.protocol.Study``).
 
     ``parent`` is the ``step_N/`` folder a continuation starts from (its branch checkpoint); it
     is required exactly for continuations. ``steps`` is the run's budget as the pipeline plan
     states it (a continuation branched at ``b`` trains ``combined_steps - b``); default the
-    protocol's rule (``initial_steps``, or ``continuation_steps`` for a continuation).
+    protocol's rule (``initial_steps``, or ``continuation_steps`` for a continuation). ``base`` is
+    the size's base checkpoint a fresh run starts from (``init@``'s output; default its untrained init).
     """
     where = f"protocol/{study.name}/arms.yaml"
     owners = [a for a in study.arms.values() if a.kind == "trained" and a.run == run]
@@ -81,7 +82,7 @@ def train_config_for(study, run: str, *, parent: Path | None = None, steps: int 
         steps = t.continuation_steps if arm.parent_run else t.initial_steps
     arm_cfg = ArmTraining(study=study.name, arm=run, arch=PolicyArch(width=size.width), lr_multiple=arm.lr_multiple,
                           steps=steps, init_seed=size.init_seed, seed=size.init_seed,
-                          parent=parent, parent_arm=arm.parent_run)
+                          parent=parent, parent_arm=arm.parent_run, base=None if parent else base)
     return TrainConfig(recipe=t, data=training_data(protocol), arm=arm_cfg, protocol_hash=protocol_hash)
 
 
@@ -103,13 +104,18 @@ def final_checkpoint(run_dir: Path) -> Path:
 
 
 def write_initial_policy(study, size: str, folder: Path | None = None) -> Path:
-    """Write the untrained policy of ``size`` (the base arm and every run's step 0) to ``folder``
-    (default: the size's ``checkpoint`` in the protocol, relative to the repository root)."""
+    """Write the base policy of ``size`` (the base arm and every run's step 0) to ``folder``
+    (default: the size's ``checkpoint`` in the protocol, relative to the repository root): its
+    untrained init, warm-started by imitation where the protocol has a ``policy_warm_start``."""
     spec = study.protocol.sizes.get(size)
     if spec is None or spec.kind != "policy":
         known = sorted(k for k, v in study.protocol.sizes.items() if v.kind == "policy")
         raise ConfigError(f"protocol/{study.name}/protocol.yaml:sizes.{size}: not a policy size "
                           f"(policy sizes: {known})")
     target = Path(folder) if folder is not None else Path(study.root) / spec.checkpoint
+    if study.protocol.policy_warm_start is not None:
+        from negotiation.training._imitation import write_imitated_policy
+
+        return write_imitated_policy(study.protocol, size, target)
     Policy.init(PolicyArch(width=spec.width), spec.init_seed).save(target)
     return target

@@ -6,7 +6,8 @@ One call of ``train_arm`` trains one arm:
    run's ``seed`` fixes torch's global stream, the data order (``training_items``) and the
    rollouts' sample seeds (one ``numpy.random.Generator``); torch runs single-threaded, so the
    same seeds give bit-identical checkpoints and curves.
-2. Start: a fresh policy written as ``step_0/`` (the chain's base), or a parent ``step_N/``
+2. Start: the size's base (``init@``'s output, else the untrained init) written as ``step_0/``
+   (the chain's base), or a parent ``step_N/``
    whose chain base stays the KL reference (a continuation never re-bases the KL).
 3. Each step: ``scenarios_per_step`` x ``group_size`` rollouts played in lockstep through the
    engine; Eq. 1 rewards
@@ -33,6 +34,7 @@ import torch
 
 from negotiation.agents import Policy, PolicyShards, feature_tensors, token_logprobs_entropy, token_mask
 from negotiation.env import EnvConfig
+from negotiation.errors import ConfigError
 from negotiation.training._config import TrainConfig
 from negotiation.training._data import ScenarioMaker, TrainItem, training_items, validation_items
 from negotiation.training._grpo import MAX_GRAD_NORM, clipped_surrogate, group_advantages, k3_kl, masked_mean
@@ -59,7 +61,7 @@ class _State:
 def _setup(cfg: TrainConfig, ledger: RunLedger) -> _State:
     arm, recipe = cfg.arm, cfg.recipe
     if arm.parent is None:
-        policy = Policy.init(arm.arch, arm.init_seed)
+        policy = Policy.init(arm.arch, arm.init_seed) if arm.base is None else _load_base(arm)
         base = copy.deepcopy(policy.net)
     else:
         policy, base = Policy.load(arm.parent), Policy.load(ledger.base_dir).net
@@ -67,6 +69,14 @@ def _setup(cfg: TrainConfig, ledger: RunLedger) -> _State:
     optimizer = torch.optim.AdamW(policy.net.parameters(), lr=recipe.learning_rate * arm.lr_multiple,
                                   betas=recipe.optimizer.betas, weight_decay=recipe.optimizer.weight_decay)
     return _State(ledger, policy, base, optimizer)
+
+
+def _load_base(arm: Any) -> Policy:
+    policy = Policy.load(arm.base)
+    if policy.arch != arm.arch:
+        raise ConfigError(f"{arm.base}/config.json: the base has architecture {policy.arch.model_dump()}, "
+                          f"run {arm.arm!r} trains {arm.arch.model_dump()}")
+    return policy
 
 
 def _jobs(items: list[TrainItem], seeds: np.ndarray,

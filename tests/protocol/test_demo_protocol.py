@@ -76,3 +76,24 @@ def test_policy_sellers_are_filled_from_the_size_and_the_selected_checkpoint(dem
     assert fill_seller(trained.seller, checkpoint="runs/w16_lr3x/step_56") == "policy:runs/w16_lr3x/step_56"
     with pytest.raises(KeyError, match="checkpoint"):
         fill_seller(trained.seller, base="x")
+
+
+def test_the_policy_warm_start_errors_name_file_key_and_value(root, edit):
+    """``policy_warm_start``: its corpus fits the training block, and only policy sizes use it."""
+    from negotiation.errors import ConfigError
+    from negotiation.study import load_study
+
+    demo = root / "protocol/demo/protocol.yaml"
+    edit(demo, "  seeds_per_domain: 8 ", "  seeds_per_domain: 6000 ")
+    with pytest.raises(ConfigError, match=r"protocol/demo/protocol.yaml:policy_warm_start.seeds_per_domain: 6000 "
+                                          r"exceeds seeds.training"):
+        load_study("demo", root)
+    edit(demo, "  seeds_per_domain: 6000 ", "  seeds_per_domain: 0 ")
+    with pytest.raises(ConfigError, match="policy_warm_start.seeds_per_domain: Input should be greater than 0"):
+        load_study("demo", root)
+    paper = root / "protocol/paper/protocol.yaml"
+    warm = demo.read_text(encoding="utf-8").split("\npolicy_warm_start:", 1)[1].split("\n\n", 1)[0]
+    paper.write_text(paper.read_text(encoding="utf-8") + "policy_warm_start:" + warm.replace(": 0 ", ": 8 ") + "\n",
+                     encoding="utf-8")
+    with pytest.raises(ConfigError, match="policy_warm_start: only policy sizes use it"):
+        load_study("paper", root)

@@ -105,3 +105,19 @@ def test_training_info_is_json_with_step(parent_run):
     _, run_dir = parent_run
     raw = json.loads((run_dir / "step_2" / "training_info.json").read_text())
     assert raw["step"] == 2 and raw["arm"] == "w8" and raw["seed"] == 2
+
+
+def test_a_fresh_run_starts_from_its_size_s_base_checkpoint(tmp_path):
+    """``base`` (the init stage's output, e.g. a warm-started policy) is the run's step 0 and KL
+    reference; a base of another width is refused naming its config."""
+    from negotiation.agents import Policy, PolicyArch
+    from negotiation.errors import ConfigError
+
+    base = Policy.init(PolicyArch(width=8), seed=99)  # not the init_seed's weights
+    base.save(tmp_path / "base")
+    train_arm(tiny_config(steps=1, base=tmp_path / "base"), ENV, tmp_path / "run", track=False)
+    step0 = _weights(tmp_path / "run" / "step_0")
+    assert all(torch.equal(step0[k], v) for k, v in _weights(tmp_path / "base").items())
+    Policy.init(PolicyArch(width=16), seed=0).save(tmp_path / "wide")
+    with pytest.raises(ConfigError, match="wide/config.json: the base has architecture"):
+        train_arm(tiny_config(steps=1, base=tmp_path / "wide"), ENV, tmp_path / "run2", track=False)
