@@ -49,13 +49,15 @@ def test_the_how_to_adds_an_arm_the_pipeline_and_the_audit_accept(checkout):
     for argv, result in zip(commands, results):
         assert result.exit_code == 0, (argv, result.stdout, result.stderr)
     added = yaml.safe_load((checkout / "registry/demo/arms.yaml").read_text())["added_arms"]["w64_lr5x"]
-    assert (added["lr_multiple"], added["run"], added["read_point"], added["deviations"]) == (5, "w64_lr5x", "early", [2])
-    entry = yaml.safe_load(next((checkout / "registry/demo/deviations").glob("0002-*.yaml")).read_text())
+    issued = len(yaml.safe_load((REPO / "registry/demo/deviations/index.yaml").read_text())["entries"])
+    new_id = issued + 1  # the committed log's entries, then the how-to's
+    assert (added["lr_multiple"], added["run"], added["read_point"], added["deviations"]) == (5, "w64_lr5x", "early", [new_id])
+    entry = yaml.safe_load(next((checkout / "registry/demo/deviations").glob(f"{new_id:04d}-*.yaml")).read_text())
     assert entry["category"] == "arm_added" and entry["arms"] == ["w64_lr5x"]
     plan = yaml.safe_load((checkout / "pipelines/plans/demo.yaml").read_text())["plan"]
     assert "w64_lr5x" in plan["arms"] and "w64_lr5x" in plan["runs"]
     audit = json.loads(nego("audit", "demo", "--json").stdout)
-    assert any(f["check"] == "arms" and f["status"] == "covered" and f["deviations"] == [2] for f in audit["findings"])
+    assert any(f["check"] == "arms" and f["status"] == "covered" and f["deviations"] == [new_id] for f in audit["findings"])
     status = json.loads(results[-1].stdout)
     assert {a["arm"]: a["frozen"] for a in status["arms"]}["w64_lr5x"] == "added"
 
