@@ -21,7 +21,7 @@ def checkout(tmp_path: Path, monkeypatch) -> Path:
     """A checkout's data and stage scripts, without outputs (as on a fresh clone)."""
     monkeypatch.setenv("NEGO_ROOT", str(tmp_path))  # restored after the test (``--root`` sets it)
     for part in ("protocol", "registry", "pipelines"):
-        shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
     return tmp_path
 
 

@@ -25,7 +25,7 @@ def repo(committed_root: Path) -> Path:
     """protocol/ and registry/ as committed plus the code and the pipeline files."""
     root = committed_root
     for part in ("negotiation", "pipelines"):
-        shutil.copytree(ROOT / part, root / part, ignore=IGNORE)
+        shutil.copytree(ROOT / part, root / part, ignore=IGNORE, symlinks=True)  # a study project links outputs/
     shutil.copyfile(ROOT / "dvc.yaml", root / "dvc.yaml")
     return root
 

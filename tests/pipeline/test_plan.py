@@ -20,7 +20,7 @@ ROOT = default_root()
 def root(committed_root: Path) -> Path:
     """protocol/ and registry/ as committed, plus the pipeline files and the code their deps derive from."""
     root = committed_root
-    shutil.copytree(ROOT / "pipelines", root / "pipelines")
+    shutil.copytree(ROOT / "pipelines", root / "pipelines", symlinks=True)  # a study project links outputs/
     shutil.copytree(ROOT / "negotiation", root / "negotiation", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copyfile(ROOT / "dvc.yaml", root / "dvc.yaml")
     return root

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     for part in ("protocol", "registry", "pipelines"):
-        shutil.copytree(REPO / part, tmp_path / part)
+        shutil.copytree(REPO / part, tmp_path / part, symlinks=True)  # a study project links outputs/
     return tmp_path
 
 
