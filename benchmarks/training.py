@@ -63,6 +63,7 @@ from negotiation.training import (
     training_env,
     training_items,
     training_runs,
+    write_initial_policy,
 )
 from negotiation.training._run import _start
 from negotiation.training._trainer import _grpo_update, _setup
@@ -108,6 +109,18 @@ def speed(study, small: bool = False) -> None:
                 print(f"{size.width:>6} {episodes:>9} {kind:>9} {len(ro.actions):>13} {dt:>7.2f}")
 
 
+def _base(study, size: str, out: Path) -> Path:
+    """The size's base as ``init@`` writes it (warm-started where the protocol says), once per ``out``."""
+    folder = out / "bases" / size
+    return folder if (folder / "weights.pt").is_file() else write_initial_policy(study, size, folder)
+
+
+def _run_config(study, run: str, out: Path, parent: Path | None = None):
+    """``train_config_for`` as ``train@`` calls it: a fresh run starts from its size's base."""
+    size = next(a.size for a in study.arms.values() if a.kind == "trained" and a.run == run)
+    return train_config_for(study, run, parent=parent, base=None if parent else _base(study, size, out))
+
+
 def _collapsed(summary, run_dir: Path) -> bool:
     """Validation no better than at step 0, or a near-deterministic policy at the end."""
     entropy = pd.read_csv(run_dir / CURVES_FILE)["train/entropy"].iloc[-1]
@@ -121,7 +134,7 @@ def sweep(study, out: Path) -> None:
     largest = max(study.protocol.sizes.values(), key=lambda s: s.width)
     run = next(a.run for a in study.arms.values() if a.kind == "trained" and a.parent_run is None
                and a.lr_multiple == 3 and study.protocol.sizes[a.size].width == largest.width)
-    base, env, chosen, results = train_config_for(study, run), training_env(study.protocol), None, {}
+    base, env, chosen, results = _run_config(study, run, out), training_env(study.protocol), None, {}
     for lr in SWEEP_GRID:
         recipe = base.recipe.model_copy(update={"learning_rate": lr,
                                                  "lr_floor": lr * base.recipe.lr_floor / base.recipe.learning_rate})
@@ -146,7 +159,7 @@ def demo(study, out: Path) -> dict[str, dict]:
     for run in training_runs(study):
         parent_run = next(a.parent_run for a in study.arms.values() if a.run == run)
         parent = final_checkpoint(out / parent_run) if parent_run else None
-        summary = train_arm(train_config_for(study, run, parent=parent), env, out / run)
+        summary = train_arm(_run_config(study, run, out, parent), env, out / run)
         val = [round(v, 3) for v in summary.val_scores.values()]
         report[run] = {"seconds": round(summary.seconds, 1), "cpu_seconds": round(summary.cpu_seconds, 1),
                        "validation": val}
@@ -184,7 +197,7 @@ def paired_bootstrap(diff: dict[tuple, float], resamples: int, seed: int) -> tup
 
 
 def check(study, out: Path) -> int:
-    """Each trained arm at its read point against its size's untrained base, held-out buyers."""
+    """Each trained arm at its read point against its size's base, held-out buyers."""
     torch.set_num_threads(1)
     env, failed = evaluation_env(study.protocol), 1
     bases: dict[str, dict] = {}
@@ -192,9 +205,8 @@ def check(study, out: Path) -> int:
     for name, arm in study.arms.items():
         if arm.kind != "trained":
             continue
-        size = study.protocol.sizes[arm.size]
         if arm.size not in bases:
-            base = Policy.init(PolicyArch(width=size.width), size.init_seed)
+            base = Policy.load(_base(study, arm.size, out))
             bases[arm.size] = _play_arm(PolicyAgent("policy:base", "seller", base), study, env)
         offset = study.protocol.training.initial_steps if arm.parent_run else 0
         step = study.read_step(arm) - offset

@@ -94,8 +94,14 @@ def test_training_env_reads_the_training_phase(study):
 
 
 def test_initial_policy_is_every_runs_step_zero(study, tmp_path):
+    """Without a ``policy_warm_start`` a size's base is its untrained init (the demo's, with one, is
+    tested in test_imitation.py)."""
+    from types import SimpleNamespace
+
     name, size = next((k, v) for k, v in study.protocol.sizes.items() if v.kind == "policy")
-    folder = write_initial_policy(study, name, tmp_path / "init")
+    cold = SimpleNamespace(name=study.name, root=study.root,
+                           protocol=study.protocol.model_copy(update={"policy_warm_start": None}))
+    folder = write_initial_policy(cold, name, tmp_path / "init")
     from negotiation.agents import Policy, PolicyArch
 
     fresh = Policy.init(PolicyArch(width=size.width), size.init_seed).net.state_dict()
