@@ -249,7 +249,8 @@ def stale_code_deps(study: str | Study, root: Path | None = None) -> list[str]:
     """Each stage of the study's committed DVC files whose code deps differ from its derived
     ones, as ``<file>: stage <name>: missing|extra dep <path>`` lines (empty when current); an
     orphan arm folder as ``<folder>: orphan arm folder (no planned arm)``."""
-    from negotiation.pipeline._studyfile import TOP_LEVEL, code_dep_problems
+    from negotiation.pipeline._codedeps import code_dep_problems
+    from negotiation.pipeline._studyfile import TOP_LEVEL
 
     study_obj = as_study(study, root)
     problems: list[str] = []

@@ -14,7 +14,7 @@ a study with its own DVC project a ``cd`` from it: ``_project``).
 A run belongs to the arm whose entry defines it (the plan's ``params_key``: the first arm by name
 reading it, or its continuation's), so the arm that changes it reruns it; other arms reading the
 run depend on its output across files. Every stage's code deps are derived from its script's import
-closure (``_deps``). ``nego pipeline plan`` writes the files and ``--check`` verifies them.
+closure (``_codedeps``). ``nego pipeline plan`` writes the files and ``--check`` verifies them.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from negotiation.pipeline._deps import FOLDER_SHARE, PACKAGE, ImportClosure, compress
+from negotiation.pipeline._codedeps import set_code_deps
 from negotiation.pipeline._layout import ARMS, DEFAULT_STUDY, PARAMS, arm_dir, pipeline_dir, project_dir
 from negotiation.pipeline._project import rebase_stage, repro_command, up_path
 
@@ -277,60 +277,6 @@ def _place(body: dict[str, Any], folder: Path, study: str) -> None:
 
 def plan_vars(plan: dict[str, Any]) -> dict[str, Any]:
     return {"study": plan["study"], "out": plan["out"]}
-
-
-# --- code deps: derived from each stage's entry script (negotiation.pipeline._deps) -------------
-_ENTRY = re.compile(r"\bpipelines/\w+\.py\b")
-
-
-def is_code_dep(dep: Any) -> bool:
-    """A dep that is repository code (derived, never typed by hand): the package or a stage script
-    (root-relative, or from a study's own project: ``../../negotiation/...``)."""
-    if not isinstance(dep, str):
-        return False
-    dep = re.sub(r"^(\.\./)+", "", dep)
-    return dep == PACKAGE or dep.startswith(f"{PACKAGE}/") or bool(_ENTRY.fullmatch(dep))
-
-
-def _bodies(graph: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {name: (stage["do"] if "foreach" in stage else stage) for name, stage in graph["stages"].items()}
-
-
-def stage_code_deps(graph: dict[str, Any], root: Path, *, folders: bool = True) -> dict[str, list[str]]:
-    """Each stage's code deps: the import closure of the script its ``cmd`` runs, as
-    repository-relative files and (``folders``) whole-package folders (``_deps.compress``)."""
-    closure, derived = ImportClosure(root), {}
-    for name, body in _bodies(graph).items():
-        entry = _ENTRY.search(" ".join(str(body["cmd"]).split()))
-        if entry is None:
-            raise ValueError(f"stage {name!r}: cmd {body['cmd']!r} runs no pipelines/<stage>.py script")
-        files = closure.files(Path(root) / entry.group(0))
-        share = FOLDER_SHARE if folders else float("inf")
-        derived[name] = [entry.group(0)] + [d for d in compress(files, root, share=share) if d != entry.group(0)]
-    return derived
-
-
-def set_code_deps(graph: dict[str, Any], root: Path, *, folders: bool = True) -> None:
-    """Replace every stage's code deps in ``graph`` (in place) by the derived ones, first; the
-    other deps (protocol, registry, upstream outputs) keep their order after them."""
-    for name, code in stage_code_deps(graph, root, folders=folders).items():
-        deps = _bodies(graph)[name].setdefault("deps", [])
-        kept = [d for d in deps if not is_code_dep(d)]
-        del deps[:]
-        deps.extend(code + kept)
-
-
-def code_dep_problems(committed: str, derived: str, where: str) -> list[str]:
-    """What differs between two pipeline texts' code deps, per stage: ``where: stage S: missing
-    dep X`` (imported, not listed) or ``extra dep X`` (listed, not imported)."""
-    old, new = _bodies(yaml.safe_load(committed) or {"stages": {}}), _bodies(yaml.safe_load(derived))
-    problems = []
-    for name in new:
-        have = {d for d in old.get(name, {}).get("deps", []) if is_code_dep(d)}
-        need = {d for d in new[name].get("deps", []) if is_code_dep(d)}
-        problems += [f"{where}: stage {name}: missing dep {d}" for d in sorted(need - have)]
-        problems += [f"{where}: stage {name}: extra dep {d}" for d in sorted(have - need)]
-    return problems
 
 
 # --- plots: one per training quantity, every run's curve on it (issue 31) ------------------------
