@@ -38,9 +38,7 @@ def imitation_action(view: View, text: str, bins: np.ndarray) -> np.ndarray | No
         return None
     table = {**dict(view.ledger), **dict(parsed.terms)}  # the whole proposal: see the module docstring
     for name, value in table.items():
-        slot = slots.get(name)
-        if slot is None:
-            return None
+        slot = slots[name]
         phi, valid, levels = plan.lookup(slot, value)
         if not valid or not (view.domain.terms[slot].is_continuous or levels):
             return None

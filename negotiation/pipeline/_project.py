@@ -51,16 +51,10 @@ def project_path(path: str, project: Path) -> str:
 def _params(entries: list[Any], project: Path) -> list[Any]:
     """``params`` entries re-based: a file's keys under its project path; bare keys (DVC reads
     them from ``params.yaml`` in the stage's ``wdir``) under the root's ``params.yaml``."""
-    out: list[Any] = []
-    bare: list[str] = []
-    for entry in entries:
-        if isinstance(entry, str):
-            if not bare:
-                out.append({project_path(PARAMS, project): bare})
-            bare.append(entry)
-        else:
-            out.append({project_path(name, project): keys for name, keys in entry.items()})
-    return out
+    bare = [entry for entry in entries if isinstance(entry, str)]
+    files = [{project_path(name, project): keys for name, keys in entry.items()}
+             for entry in entries if not isinstance(entry, str)]
+    return ([{project_path(PARAMS, project): bare}] if bare else []) + files
 
 
 def _out(entry: Any, project: Path) -> Any:

@@ -105,8 +105,10 @@ def _gpu_profile(graph: dict[str, Any], study: str) -> dict[str, Any]:
 
 # What a study with a language-model ladder (protocol ``tokenizer`` section) adds to the graph:
 # a ``tokenizer`` stage before ``init``, and ``init@<size>`` warm-starting each base from it.
-_LADDER_READS = ["tokenizer", "warm_start", "seeds.training", "domains.training", "buyers.training",
-                 "environment", "sampling.self_served_seller"]
+# The protocol keys a scripted warm-start corpus reads (negotiation.agents.scripted_seller_turns).
+_CORPUS_READS = ["seeds.training", "domains.training", "buyers.training", "environment"]
+_LADDER_READS = ["tokenizer", "warm_start", *_CORPUS_READS,
+                 "sampling.self_served_seller"]
 _TOKENIZER_STAGE = {
     "cmd": "python pipelines/tokenizer.py --study ${plan.study} --out ${plan.out}/tokenizer",
     "deps": ["protocol/domains"],  # code deps: derived (set_code_deps)
@@ -130,8 +132,7 @@ def _add_ladder(graph: dict[str, Any]) -> None:
 
 # What a policy warm start (protocol ``policy_warm_start``) makes ``init@<size>`` read: its corpus
 # is scripted sellers against the training buyers on the training domains and seeds.
-_POLICY_WARM_START_READS = ["policy_warm_start", "seeds.training", "domains.training", "buyers.training",
-                            "environment"]
+_POLICY_WARM_START_READS = ["policy_warm_start", *_CORPUS_READS]
 
 
 def _add_policy_warm_start(graph: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ by the warm start's seed; torch runs single-threaded, as in training.
 from __future__ import annotations
 
 import json
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -65,19 +66,16 @@ class ImitationCorpus:
 def imitation_corpus(protocol: Any, bins: np.ndarray) -> ImitationCorpus:
     """Every scripted seller turn of ``protocol.policy_warm_start``'s corpus, in a fixed order
     (training domain, seed, persona), with the policy's action for it."""
-    warm = protocol.policy_warm_start
-    block = protocol.seeds.training
+    warm, block = protocol.policy_warm_start, protocol.seeds.training
+    seeds = range(block.start, block.start + warm.seeds_per_domain)
     views, actions, skipped = [], [], 0
-    for d, domain in enumerate(protocol.domains.training):
-        for seed in range(block.start, block.start + warm.seeds_per_domain):
-            for i, seller in enumerate(warm.sellers):
-                for view, text in scripted_seller_turns(protocol, domain, seed, seller, training_buyer(protocol, d, seed, i)):
-                    action = imitation_action(view, text, bins)
-                    if action is None:
-                        skipped += 1
-                    else:
-                        views.append(view)
-                        actions.append(action)
+    for (d, domain), seed, (i, seller) in product(enumerate(protocol.domains.training), seeds, enumerate(warm.sellers)):
+        for view, text in scripted_seller_turns(protocol, domain, seed, seller, training_buyer(protocol, d, seed, i)):
+            action = imitation_action(view, text, bins)
+            skipped += action is None
+            if action is not None:
+                views.append(view)
+                actions.append(action)
     return ImitationCorpus(feature_tensors(view_features(views)), torch.from_numpy(np.stack(actions)), skipped)
 
 

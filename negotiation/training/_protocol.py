@@ -82,7 +82,7 @@ def train_config_for(study, run: str, *, parent: Path | None = None, steps: int 
         steps = t.continuation_steps if arm.parent_run else t.initial_steps
     arm_cfg = ArmTraining(study=study.name, arm=run, arch=PolicyArch(width=size.width), lr_multiple=arm.lr_multiple,
                           steps=steps, init_seed=size.init_seed, seed=size.init_seed,
-                          parent=parent, parent_arm=arm.parent_run, base=None if parent else base)
+                          parent=parent, parent_arm=arm.parent_run, base=base)
     return TrainConfig(recipe=t, data=training_data(protocol), arm=arm_cfg, protocol_hash=protocol_hash)
 
 
