@@ -12,19 +12,26 @@ A normal approximation, as the paper's p-value is (``bootstrap_p_value``). With 
 alone the paired difference's per-seed spread is not measured; ``sqrt(2)`` times the arm's own is
 used, the spread of a difference of two independent arms (pairing on the same scenarios can only
 shrink it when the arms' scores correlate positively, so the figure is conservative then).
+
+The same spreads say how often a guard trips by chance: a trained arm that behaves exactly as its
+base (same per-turn bad-parse rate, same turns) still differs from it by sampling noise, and a
+guard whose allowance is small against that noise fails correct arms (``false_trip_chance``). A
+pooled rate (bad turns over turns) has the per-cluster spread of its linearized residuals
+(``ratio_spread``), so pooling over more turns and more seeds shrinks it the same way.
 """
 
 from __future__ import annotations
 
 from statistics import NormalDist
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from negotiation.analysis._bootstrap import cluster_totals
 from negotiation.analysis._errors import AnalysisError
 
-__all__ = ["cluster_spread", "minimum_detectable_effect", "power_table"]
+__all__ = ["cluster_spread", "false_trip_chance", "guard_trip_table", "minimum_detectable_effect", "power_table",
+           "ratio_spread"]
 
 
 def cluster_spread(values: np.ndarray, clusters: np.ndarray, *, paired: bool) -> tuple[float, int]:
@@ -43,6 +50,38 @@ def cluster_spread(values: np.ndarray, clusters: np.ndarray, *, paired: bool) ->
     return (spread if paired else spread * np.sqrt(2.0)), int(sums.size)
 
 
+def ratio_spread(numerators: np.ndarray, denominators: np.ndarray, clusters: np.ndarray) -> tuple[float, int]:
+    """Per-cluster spread of the pooled ratio ``sum(numerators) / sum(denominators)`` (e.g. bad turns
+    over turns), scaled so that ``spread / sqrt(K)`` is the ratio's standard error at ``K`` clusters
+    (the delta method: residuals ``n_k - R d_k`` over the mean cluster denominator), and the cluster count.
+
+    Args:
+      numerators, denominators: ``(num_episodes,)`` counts per episode.
+      clusters: ``(num_episodes,)`` cluster ids (seeds).
+    """
+    num, counts = cluster_totals(numerators, clusters)
+    den, _ = cluster_totals(denominators, clusters)
+    if num.size < 2 or den.sum() <= 0:
+        raise AnalysisError("power", "clusters", f"{num.size} seed cluster(s) with {den.sum():g} turns; "
+                            "a rate's spread needs at least 2 clusters and a turn")
+    residuals = num - (num.sum() / den.sum()) * den
+    return float(np.std(residuals, ddof=1) / den.mean()), int(num.size)
+
+
+def false_trip_chance(spread: float, n_clusters: int, allowance: float) -> float:
+    """Chance that an arm equal in law to its base reads ``arm - base > allowance`` (a one-sided
+    guard fails) with ``n_clusters`` seed clusters, both arms independent with per-cluster
+    ``spread`` (normal approximation): ``1 - Phi(allowance sqrt(K) / (sqrt(2) spread))``."""
+    if n_clusters < 1 or spread < 0 or allowance < 0:
+        raise AnalysisError("power", "guard", f"clusters {n_clusters}, spread {spread}, allowance {allowance}: "
+                            "need clusters >= 1, spread >= 0, allowance >= 0")
+    if spread == 0:
+        return 0.0
+    with np.errstate(over="ignore"):  # a spread near 0: z is infinite, the chance 0
+        z = np.float64(allowance) * np.sqrt(n_clusters) / (np.sqrt(2.0) * spread)
+    return float(1.0 - NormalDist().cdf(float(z)))
+
+
 def minimum_detectable_effect(spread: float, n_clusters: int, *, alpha: float, power: float, tests: int = 1) -> float:
     """Smallest true paired gain detected with probability ``power`` by a two-sided test at
     ``alpha / tests`` with ``n_clusters`` seed clusters of per-cluster spread ``spread``."""
@@ -57,3 +96,23 @@ def power_table(spread: float, designs: Sequence[int], *, alpha: float, power: f
                 tests: int) -> list[tuple[int, float]]:
     """``(clusters, minimum detectable effect)`` for each number of seed clusters in ``designs``."""
     return [(int(k), minimum_detectable_effect(spread, k, alpha=alpha, power=power, tests=tests)) for k in designs]
+
+
+def guard_trip_table(episodes: Any, guards: Any, designs: Sequence[int]) -> list[dict[str, Any]]:
+    """For each difference guard of ``guards`` (``protocol.guards``) and each design of ``K`` seed
+    clusters, the chance that an arm equal in law to the pilot arm ``episodes`` (an episode table)
+    trips it against its base by sampling noise alone: the seller bad-parse rate rising by more
+    than its allowance, mean turns rising by more than theirs, the deal rate falling by more than
+    its drop (an upper bound: that guard also needs deal-only U~ to rise).
+
+    Returns one ``{"guard", "allowance", "spread", "chances": [(K, chance), ...]}`` per guard."""
+    seeds = episodes["seed"].to_numpy()
+    parse, _ = ratio_spread(episodes["n_bad_seller"].to_numpy(float), episodes["n_seller_turns"].to_numpy(float), seeds)
+    turns, _ = cluster_spread(episodes["n_turns"].to_numpy(float), seeds, paired=True)
+    deal, _ = cluster_spread(episodes["deal"].astype(float).to_numpy(), seeds, paired=True)
+    rows = [("parse_rate", guards.parse_rate.max_increase, parse),
+            ("turns", guards.turns.max_increase_over_base, turns),
+            ("deal_rate", guards.deal_rate.max_drop, deal)]
+    return [{"guard": name, "allowance": allowance, "spread": spread,
+             "chances": [(int(k), false_trip_chance(spread, int(k), allowance)) for k in designs]}
+            for name, allowance, spread in rows if allowance is not None]

@@ -103,8 +103,9 @@ def power_command(
     root: Optional[Path] = ROOT,
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """Smallest paired gain a design of K seed clusters detects (Holm's first step, normal approximation)."""
-    from negotiation.analysis import cluster_spread, power_table
+    """Smallest paired gain a design of K seed clusters detects (Holm's first step, normal approximation),
+    and how often the guards fail an arm that equals MINUEND by chance."""
+    from negotiation.analysis import cluster_spread, guard_trip_table, power_table
 
     designs = _seed_designs(seeds)
     paths = [minuend] if subtrahend is None else [minuend, subtrahend]
@@ -112,8 +113,11 @@ def power_command(
     spread, measured = cluster_spread(values, clusters, paired=subtrahend is not None)
     m, alpha = tests or len(protocol.statistics.primary_family), protocol.statistics.alpha
     rows = power_table(spread, designs, alpha=alpha, power=power, tests=m)
+    guards = guard_trip_table(_episode_table(minuend), protocol.guards, designs)
     payload = {"metric": metric, "spread": spread, "measured_clusters": measured, "paired": subtrahend is not None,
-               "alpha": alpha, "tests": m, "power": power, "designs": [{"seeds": k, "mde": mde} for k, mde in rows]}
+               "alpha": alpha, "tests": m, "power": power, "designs": [{"seeds": k, "mde": mde} for k, mde in rows],
+               "guard_false_trips": [{**g, "chances": [{"seeds": k, "chance": c} for k, c in g["chances"]]}
+                                     for g in guards]}
     if json_out:
         print_json(payload)
         return
@@ -122,6 +126,11 @@ def power_command(
                f"power {power:.0%}")
     for k, mde in rows:
         typer.echo(f"  {k:5d} seeds: detects a paired gain of {mde:.4f}")
+    typer.echo(f"chance that an arm equal to {minuend.stem} trips a guard by noise alone "
+               "(deal rate: an upper bound)")
+    for g in guards:
+        chances = ", ".join(f"{k} seeds {c:.1%}" for k, c in g["chances"])
+        typer.echo(f"  {g['guard']} (allowance {g['allowance']:g}, per-seed spread {g['spread']:.4f}): {chances}")
 
 
 def _seed_designs(text: str) -> list[int]:

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from negotiation.analysis import AnalysisError, cluster_spread, minimum_detectable_effect, power_table
+from negotiation.analysis import (AnalysisError, cluster_spread, false_trip_chance, guard_trip_table,
+                                 minimum_detectable_effect, power_table, ratio_spread)
 from negotiation.cli._analysis_cmds import analysis_app
 from typer.testing import CliRunner
 
@@ -62,3 +63,66 @@ def test_nego_power_reads_two_arms_pairs_them_and_defaults_to_the_protocols_fami
     assert payload["designs"][1]["mde"] == pytest.approx(payload["designs"][0]["mde"] / 2)
     alone = CliRunner().invoke(analysis_app, ["power", str(b), "--root", str(demo_root)])
     assert alone.exit_code == 0 and "x sqrt 2" in alone.output and "64 seeds" in alone.output
+    assert "parse_rate (allowance" in alone.output and "deal_rate (allowance" in alone.output
+    assert [g["guard"] for g in payload["guard_false_trips"]] == ["parse_rate", "turns", "deal_rate"]
+
+
+def _pilot(rng: np.random.Generator, seeds: int, episodes_per_seed: int = 18, bad_rate: float = 0.03) -> pd.DataFrame:
+    """An episode table of one arm: per episode 4-12 seller turns, each bad with ``bad_rate``
+    (a per-seed rate that varies, as scenarios make it), turns and deals drawn per episode."""
+    n = seeds * episodes_per_seed
+    seed = np.repeat(np.arange(seeds), episodes_per_seed)
+    turns = rng.integers(4, 13, size=n)
+    rate = np.clip(bad_rate * rng.gamma(4.0, 0.25, size=seeds), 0, 1)[seed]
+    return pd.DataFrame({"seed": seed, "n_seller_turns": turns, "n_bad_seller": rng.binomial(turns, rate),
+                         "n_turns": 2 * turns, "deal": rng.random(n) < 0.9})
+
+
+def _pooled(frame: pd.DataFrame) -> float:
+    return frame["n_bad_seller"].sum() / frame["n_seller_turns"].sum()
+
+
+def test_the_pooled_rates_spread_over_root_k_is_its_standard_error_across_designs():
+    """One big pilot's ``ratio_spread`` predicts how much the pooled bad-parse rate of a K-seed
+    design varies across independent runs of that design (the delta method, within 5 %)."""
+    rng = np.random.default_rng(11)
+    spread, clusters = ratio_spread(*(_pilot(rng, 4000)[c].to_numpy(float) for c in ("n_bad_seller", "n_seller_turns")),
+                                    np.repeat(np.arange(4000), 18))
+    assert clusters == 4000
+    rates = [_pooled(_pilot(rng, 16)) for _ in range(3000)]
+    assert np.std(rates, ddof=1) == pytest.approx(spread / np.sqrt(16), rel=0.05)
+
+
+@pytest.mark.parametrize("allowance", [0.0, 0.005, 0.01])
+def test_a_correct_arm_trips_a_one_sided_guard_as_often_as_false_trip_chance_says(allowance):
+    """Two independent runs of the same process, 16 seeds each: the share where arm - base exceeds
+    the allowance matches the normal approximation (within 1.5 points)."""
+    rng = np.random.default_rng(5)
+    big = _pilot(rng, 4000)
+    spread, _ = ratio_spread(big["n_bad_seller"].to_numpy(float), big["n_seller_turns"].to_numpy(float),
+                             big["seed"].to_numpy())
+    trips = np.mean([_pooled(_pilot(rng, 16)) - _pooled(_pilot(rng, 16)) > allowance for _ in range(3000)])
+    assert trips == pytest.approx(false_trip_chance(spread, 16, allowance), abs=0.015)
+
+
+@given(spread=st.floats(0.0, 1.0), k=st.integers(1, 10_000), allowance=st.floats(0.0, 1.0))
+@settings(max_examples=50, deadline=None)
+def test_false_trips_are_a_probability_that_more_seeds_never_raise(spread, k, allowance):
+    chance = false_trip_chance(spread, k, allowance)
+    assert 0.0 <= chance <= 0.5 + 1e-12
+    assert false_trip_chance(spread, 4 * k, allowance) <= chance + 1e-12
+
+
+def test_guard_trip_table_reads_the_protocols_allowances_and_rejects_a_lone_seed():
+    class Rule:
+        def __init__(self, **kw):
+            self.__dict__.update(kw)
+    guards = Rule(parse_rate=Rule(max_increase=0.005), turns=Rule(max_increase_over_base=2.0),
+                  deal_rate=Rule(max_drop=0.05))
+    table = guard_trip_table(_pilot(np.random.default_rng(3), 8), guards, [8, 32])
+    assert [(g["guard"], g["allowance"]) for g in table] == [("parse_rate", 0.005), ("turns", 2.0), ("deal_rate", 0.05)]
+    for g in table:
+        (k8, c8), (k32, c32) = g["chances"]
+        assert (k8, k32) == (8, 32) and c32 <= c8
+    with pytest.raises(AnalysisError, match="seed cluster"):
+        guard_trip_table(_pilot(np.random.default_rng(3), 1), guards, [8])
