@@ -18,7 +18,11 @@ so the environment ends episodes on bad parses after a few turns; both paths see
 
 Reported per path (after one warm-up play): seconds per rollout, generated tokens/s, decode
 steps, share of live rows (tokens / (decode steps × rows)), and for the engine the host seconds
-spent in environment steps (on CUDA they overlap the queued decode steps).
+spent in environment steps (on CUDA they overlap the queued decode steps), and its device floor:
+the seconds of one decode step over every slot with nothing else queued (the step has one fixed
+shape, so live and idle slots cost the same), at the attention window of ``--floor-tokens``
+cached tokens, and the tokens/s ceiling it sets (slots / step seconds): how far the rollout is
+from the device's own speed.
 
     python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --episodes 128
     python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --engine-only --compile --sync-debug
@@ -121,6 +125,20 @@ def synchronizing_calls(fn: Any) -> tuple[Any, dict[str, int]]:
     return out, dict(sorted(found.items(), key=lambda kv: -kv[1]))
 
 
+def decode_floor(decoder: Any, cached: int, steps: int, device: str) -> dict[str, float]:
+    """Seconds per decode step of ``decoder`` over all its slots, every slot holding ``cached``
+    tokens (a prefill of one id), and the tokens/s that step allows when every slot is live."""
+    slots = list(range(decoder.slots))
+    decoder.release(slots)
+    decoder.feed(slots, [[1] * cached] * len(slots), seeds=slots)
+    decoder.run(2)  # capture or compile at this window, outside the timing
+    _, seconds = timed(lambda: decoder.run(steps), device)
+    decoder.release(slots)
+    step = seconds / steps
+    return {"floor_cached_tokens": cached, "floor_step_ms": round(step * 1e3, 4),
+            "ceiling_tokens_per_s": round(decoder.slots / step, 1)}
+
+
 def timed(fn: Any, device: str) -> tuple[Any, float]:
     import torch
 
@@ -172,6 +190,7 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                        feed_seconds=round(s.feed_seconds, 3), wait_seconds=round(s.wait_seconds, 3),
                        env_calls=s.env_steps, graph_error=engine.decoder.graph_error,
                        compile_error=engine.decoder.compile_error)
+            row.update(decode_floor(engine.decoder, args.floor_tokens, args.floor_steps, args.device))
         else:
             row.update(decode_steps=counter["steps"], live_share=round(tokens / max(1, counter["row_steps"]), 3))
         if name == "engine" and args.sync_debug:  # an extra, untimed play: the debug mode slows every op
@@ -196,6 +215,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--new-tokens", type=int, default=0, help="turn cap (0: the protocol's)")
     p.add_argument("--rollout-turns", type=int, default=0, help="turn cap per episode (0: the protocol's)")
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--floor-tokens", type=int, default=1536, help="cached tokens per slot of the device-floor step")
+    p.add_argument("--floor-steps", type=int, default=200, help="decode steps the device floor times")
     p.add_argument("--engine-only", action="store_true", help="time the engine alone (e.g. a sweep of --sync-every)")
     p.add_argument("--compile", action="store_true", help="torch.compile the engine's decode step and prefill")
     p.add_argument("--sync-debug", action="store_true",
@@ -208,6 +229,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         p.error("--sync-debug needs --device cuda (CUDA's sync debug mode)")
     if args.small:
         args.size, args.episodes, args.new_tokens, args.rollout_turns, args.mean_turn = "lm_xs", 4, 24, 3, 12
+        args.floor_tokens, args.floor_steps = 64, 4
         args.dtype = "float64"  # both paths then sample the same tokens exactly (same_tokens)
     import torch
 

@@ -20,6 +20,9 @@ def test_rollout_benchmark_small_mode_reports_both_paths_with_equal_tokens(tmp_p
         assert row["gen_tokens"] > 0 and row["seconds"] > 0 and row["decode_steps"] > 0
         assert 0 < row["live_share"] <= 1
     assert out["engine"]["gen_tokens"] == out["reference"]["gen_tokens"] and out["same_tokens"]
+    engine = out["engine"]
+    assert engine["floor_step_ms"] > 0
+    assert engine["ceiling_tokens_per_s"] == pytest.approx(4 / (engine["floor_step_ms"] / 1e3), rel=1e-3)
 
 
 def _rollout_module():
