@@ -103,8 +103,9 @@ def power_command(
     root: Optional[Path] = ROOT,
     json_out: bool = JSON_OPTION,
 ) -> None:
-    """Smallest paired gain a design of K seed clusters detects (Holm's first step, normal approximation),
-    and how often the guards fail an arm that equals MINUEND by chance."""
+    """Smallest paired gain a design of K seed clusters detects (Holm's first step, normal approximation).
+
+    Also how often each guard fails an arm that equals MINUEND by chance alone."""
     from negotiation.analysis import cluster_spread, guard_trip_table, power_table
 
     designs = _seed_designs(seeds)
