@@ -59,7 +59,7 @@ def ratio_spread(numerators: np.ndarray, denominators: np.ndarray, clusters: np.
       numerators, denominators: ``(num_episodes,)`` counts per episode.
       clusters: ``(num_episodes,)`` cluster ids (seeds).
     """
-    num, counts = cluster_totals(numerators, clusters)
+    num, _ = cluster_totals(numerators, clusters)
     den, _ = cluster_totals(denominators, clusters)
     if num.size < 2 or den.sum() <= 0:
         raise AnalysisError("power", "clusters", f"{num.size} seed cluster(s) with {den.sum():g} turns; "
