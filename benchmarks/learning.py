@@ -95,15 +95,15 @@ def _part_command(args: argparse.Namespace, name: str, part: str) -> list[str]:
                                         ("--control", args.control)) if on]
 
 
-def _train_side_by_side(args: argparse.Namespace, parts: list[tuple[str, str]]) -> None:
-    """Run each ``(task, part)`` in its own process, at most ``args.jobs`` at a time. A failing part,
+def _train_side_by_side(args: argparse.Namespace, parts: list[tuple[str, str]], jobs: int | None = None) -> None:
+    """Run each ``(task, part)`` in its own process, at most ``jobs`` (default ``args.jobs``) at a time. A failing part,
     or this process stopped by SIGTERM (a GPU call's time limit), stops the others too: they resume
     from their last checkpoint on the next ``--resume`` call instead of writing on unsupervised."""
     running: list[tuple[str, subprocess.Popen]] = []
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
         for name, part in parts:
-            while len(running) >= args.jobs:
+            while len(running) >= (jobs or args.jobs):
                 _wait_one(running)
             with open(args.out / f"{name}_{part}.log", "a", encoding="utf-8") as log:
                 running.append((f"{name} {part}", subprocess.Popen(_part_command(args, name, part), stdout=log,
@@ -160,8 +160,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--resume", action="store_true",
                         help="continue runs an earlier call left partial under --out; keep finished ones")
     parser.add_argument("--jobs", type=int, default=1, help="runs trained at once, one process each")
-    parser.add_argument("--part", choices=("run", "control"), default=None,
-                        help="train only this run of each task, no verdict (what --jobs starts)")
+    parser.add_argument("--part", choices=("base", "run", "control"), default=None,
+                        help="build only the base, or train only this run, of each task; no verdict (what --jobs starts)")
     parser.add_argument("--out", type=Path, required=True)
     return parser
 
@@ -186,15 +186,15 @@ def main(argv: list[str] | None = None) -> int:
                         compile_rollout=args.compile,
                         **({} if args.micro_batch_tokens is None else {"micro_batch_tokens": args.micro_batch_tokens}))
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.jobs > 1 and not args.part:  # the bases first, once, in this process
-        for name in names:
-            run_learning_task(protocol, ladder, name, machine=machine, out=args.out, size=args.size, runtime=runtime,
-                              control=args.control, resume=True, parts=())
     if args.part:
+        parts = () if args.part == "base" else (args.part,)
         for name in names:
             run_learning_task(protocol, ladder, name, machine=machine, out=args.out, size=args.size, runtime=runtime,
-                              control=args.control, resume=args.resume, parts=(args.part,))
+                              control=args.control, resume=args.resume or not parts, parts=parts)
         return 0
+    if args.jobs > 1:  # the bases first, once, in a process of their own: the GPU memory it held (15 GB
+        # for lm_m's warm start) returns when it exits, before the runs side by side need it
+        _train_side_by_side(args, [(name, "base") for name in names], jobs=1)
     if args.jobs > 1:
         _train_side_by_side(args, [(name, part) for name in names for part in ("run", "control")
                                    if part == "run" or args.control or needs_frozen_control(ladder.tasks[name])])

@@ -12,7 +12,7 @@ from tests.benchmarks.small import BENCHMARKS, run_small
 
 @pytest.mark.slow
 def test_learning_benchmark_small_mode_prints_both_tasks(tmp_path):
-    """One process, then --jobs 2 (each run and control in its own process): the same curves (CPU
+    """One process, then --jobs 2 (the base, then each run and control, in a process of its own): the same curves (CPU
     runs repeat exactly), a log per part, the verdicts read once all finished."""
     out = tmp_path / "small"
     run = run_small("learning.py", "--out", str(out), "--control", timeout=600)
@@ -26,7 +26,7 @@ def test_learning_benchmark_small_mode_prints_both_tasks(tmp_path):
     side = tmp_path / "side_by_side"
     run_small("learning.py", "--out", str(side), "--control", "--tasks", "opening", "--jobs", "2", timeout=600)
     parallel = json.loads((side / "learning.json").read_text())["tasks"]["opening"]
-    assert {p.name for p in side.glob("*.log")} == {"opening_run.log", "opening_control.log"}
+    assert {p.name for p in side.glob("*.log")} == {"opening_base.log", "opening_run.log", "opening_control.log"}
     assert parallel["curves"] == report["tasks"]["opening"]["curves"]
     assert parallel["paired"] == report["tasks"]["opening"]["paired"]
 
