@@ -120,10 +120,11 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
     assert seq is not None
     sampling = Decoding.from_protocol(sampling_settings, max_tokens=seq.new_tokens_per_turn)
     if factory is None:
-        t = cfg.run_protocol.training
+        # one slot per episode of a GRPO step: a validation set larger than that waits for free slots
+        # (every training step would otherwise decode the idle rows too: 256 slots for 128 episodes)
         generate = default_generator(seller.model, tokenizer, sampling=sampling, stop_ids=stops,
                                      prefill_tokens=cfg.runtime.micro_batch_tokens,
-                                     max_batch=max(t.episodes_per_step, t.validation_scenarios),
+                                     max_batch=cfg.run_protocol.training.episodes_per_step,
                                      cache_tokens=seq.context_tokens, compile=cfg.runtime.compile_rollout)
     else:
         generate = factory(seller.model, tokenizer, sampling=sampling, stop_ids=stops)

@@ -132,3 +132,16 @@ def test_plain_sampler_reports_no_logprobs(setup):
     _, tok, _, stops, _ = setup
     ep = _play(setup, lambda prompts, seeds: [[50, stops[0]] for _ in prompts], rollout_turns=2)
     assert all(math.isnan(x) for row in ep.gen_logprobs for x in row)
+
+
+def test_the_trainers_engine_has_one_slot_per_episode_of_a_step_whatever_the_validation_set(tmp_path):
+    """A validation set larger than a GRPO step waits for free slots; the training steps do not
+    decode idle rows for it (256 slots for 128 episodes halved the live share on the GPU)."""
+    from negotiation.training.lm import LmArm, LmRuntime, LmTrainConfig, SlotRollout, load_seller
+
+    base = write_tiny_checkpoint(tmp_path / "base")
+    cfg = LmTrainConfig(protocol=tiny_protocol(validation_scenarios=20),
+                        arm=LmArm(study="tiny", arm="slots", size="w16", base=base, lr_multiple=1.0, steps=1, seed=3),
+                        runtime=LmRuntime(micro_batch_tokens=4096))
+    engine = load_seller(base, cfg, None)[2]
+    assert isinstance(engine, SlotRollout) and engine.decoder.slots == 6  # tiny_protocol's episodes_per_step
