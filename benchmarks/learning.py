@@ -190,12 +190,12 @@ def main(argv: list[str] | None = None) -> int:
         parts = () if args.part == "base" else (args.part,)
         for name in names:
             run_learning_task(protocol, ladder, name, machine=machine, out=args.out, size=args.size, runtime=runtime,
-                              control=args.control, resume=args.resume or not parts, parts=parts)
+                              control=args.control, resume=args.resume, parts=parts)
         return 0
-    if args.jobs > 1:  # the bases first, once, in a process of their own: the GPU memory it held (15 GB
-        # for lm_m's warm start) returns when it exits, before the runs side by side need it
-        _train_side_by_side(args, [(name, "base") for name in names], jobs=1)
     if args.jobs > 1:
+        # the bases first, one at a time, in a process of their own: the GPU memory it held (15 GB for
+        # lm_m's warm start) returns when it exits, before the runs side by side need it
+        _train_side_by_side(args, [(name, "base") for name in names], jobs=1)
         _train_side_by_side(args, [(name, part) for name in names for part in ("run", "control")
                                    if part == "run" or args.control or needs_frozen_control(ladder.tasks[name])])
         args.resume = True  # the verdicts below read the finished runs

@@ -12,8 +12,8 @@ from tests.benchmarks.small import BENCHMARKS, run_small
 
 @pytest.mark.slow
 def test_learning_benchmark_small_mode_prints_both_tasks(tmp_path):
-    """One process, then --jobs 2 (the base, then each run and control, in a process of its own): the same curves (CPU
-    runs repeat exactly), a log per part, the verdicts read once all finished."""
+    """One process, then --jobs 2 (the base, then each run and control, in a process of its own): the
+    same curves (CPU runs repeat exactly), a log per part, the verdicts read once all finished."""
     out = tmp_path / "small"
     run = run_small("learning.py", "--out", str(out), "--control", timeout=600)
     report = json.loads((out / "learning.json").read_text())
