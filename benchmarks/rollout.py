@@ -139,6 +139,22 @@ def decode_floor(decoder: Any, cached: int, steps: int, device: str) -> dict[str
             "ceiling_tokens_per_s": round(decoder.slots / step, 1)}
 
 
+def floor_grid(model: Any, tokenizer: Any, sampling: Any, stops: list[int], context: int,
+               args: argparse.Namespace) -> list[dict[str, float]]:
+    """The device floor at a quarter of the slots and at a short window too: a step whose cost
+    barely moves with slots and window is bound by its kernel launches, one that scales with
+    them by attention's reads (then fewer rows or a tighter window would pay)."""
+    from negotiation.training.lm import default_generator
+
+    rows = []
+    for slots in sorted({args.episodes, max(1, args.episodes // 4)}, reverse=True):
+        engine = default_generator(model, tokenizer, sampling=sampling, stop_ids=stops, max_batch=slots,
+                                   cache_tokens=context, compile=args.compile)
+        for cached in sorted({min(256, args.floor_tokens), args.floor_tokens}):
+            rows.append({"slots": slots, **decode_floor(engine.decoder, cached, args.floor_steps, args.device)})
+    return rows
+
+
 def timed(fn: Any, device: str) -> tuple[Any, float]:
     import torch
 
@@ -191,6 +207,8 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                        env_calls=s.env_steps, graph_error=engine.decoder.graph_error,
                        compile_error=engine.decoder.compile_error)
             row.update(decode_floor(engine.decoder, args.floor_tokens, args.floor_steps, args.device))
+            if args.floor_grid:
+                row["floor_grid"] = floor_grid(model, tokenizer, sampling, stops, context, args)
         else:
             row.update(decode_steps=counter["steps"], live_share=round(tokens / max(1, counter["row_steps"]), 3))
         if name == "engine" and args.sync_debug:  # an extra, untimed play: the debug mode slows every op
@@ -217,6 +235,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--floor-tokens", type=int, default=1536, help="cached tokens per slot of the device-floor step")
     p.add_argument("--floor-steps", type=int, default=200, help="decode steps the device floor times")
+    p.add_argument("--floor-grid", action="store_true",
+                   help="also time the device floor at a quarter of the slots and at a 256-token window")
     p.add_argument("--engine-only", action="store_true", help="time the engine alone (e.g. a sweep of --sync-every)")
     p.add_argument("--compile", action="store_true", help="torch.compile the engine's decode step and prefill")
     p.add_argument("--sync-debug", action="store_true",
@@ -229,7 +249,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         p.error("--sync-debug needs --device cuda (CUDA's sync debug mode)")
     if args.small:
         args.size, args.episodes, args.new_tokens, args.rollout_turns, args.mean_turn = "lm_xs", 4, 24, 3, 12
-        args.floor_tokens, args.floor_steps = 64, 4
+        args.floor_tokens, args.floor_steps, args.floor_grid = 64, 4, True
         args.dtype = "float64"  # both paths then sample the same tokens exactly (same_tokens)
     import torch
 

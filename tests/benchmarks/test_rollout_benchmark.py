@@ -23,6 +23,8 @@ def test_rollout_benchmark_small_mode_reports_both_paths_with_equal_tokens(tmp_p
     engine = out["engine"]
     assert engine["floor_step_ms"] > 0
     assert engine["ceiling_tokens_per_s"] == pytest.approx(4 / (engine["floor_step_ms"] / 1e3), rel=1e-3)
+    assert [(r["slots"], r["floor_cached_tokens"]) for r in engine["floor_grid"]] == [(4, 64), (1, 64)]
+    assert all(r["floor_step_ms"] > 0 for r in engine["floor_grid"])
 
 
 def _rollout_module():
