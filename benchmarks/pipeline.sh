@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Times a clean `dvc repro` of the demo study and the no-op `dvc repro` after it, beside the
-# targets (300 and 3 seconds on 2 cores, issue 30), and says where the clean run's time goes: per
-# stage kind (scenarios, init, train, select, pilot, evaluate, panel, track, validate, analyze, report,
-# audit) the stages' own seconds (the command, then DVC saving its outputs and parsing dvc.lock,
-# which it does before it logs "Updating lock file"), and DVC's own time before the first stage and
-# between stages (writing the stage's dvc.lock back, checking the next stage's deps).
+# targets (300 and 3 seconds on 2 cores, issue 30), with the deps and outputs a no-op checks, and
+# says where the clean run's time goes: per stage kind (scenarios, init, train, select, pilot,
+# evaluate, panel, track, validate, analyze, report, audit; "code": the code_<kind> stages) the stages' own
+# seconds (the command, then DVC saving its outputs and parsing dvc.lock, which it does before it
+# logs "Updating lock file"), and DVC's own time before the first stage and between stages
+# (writing the stage's dvc.lock back, checking the next stage's deps).
 #
 # Run from the repository root with the venv's bin on PATH (`make install` first). "Clean" means
 # what a fresh clone has: it deletes outputs/demo/, the demo's dvc.lock files (the study file's
@@ -14,8 +15,8 @@
 # skips runs the store already holds. Logs: outputs/demo-repro.log, outputs/demo-noop.log.
 #
 # `--small` (CI's slow suite): the same clean-then-no-op run and report for the three stages of one
-# scripted arm (scenarios, its arm folder's select and pilot), in a throwaway `git clone` of
-# this checkout's HEAD (committed files only; the checkout's outputs are never touched).
+# scripted arm (scenarios, its arm folder's select and pilot) and their code stages, in a throwaway
+# `git clone` of this checkout's HEAD (committed files only; the checkout's outputs are never touched).
 set -euo pipefail
 store=$(mktemp -d)
 trap 'rm -rf "$store"' EXIT
@@ -68,13 +69,18 @@ for t, text in events:
         between += t - last_end if first is not None else 0.0
         first = t if first is None else first
     elif text.startswith("Updating lock file") and running:
-        stages[running[0].split(":")[-1].split("@")[0]].append(t - running[1])  # <arm file>:train@run
+        kind = running[0].split(":")[-1].split("@")[0]  # <arm file>:train@run, code_train
+        stages["code" if kind.startswith("code_") else kind].append(t - running[1])
         running, last_end = None, t
 count = sum(len(v) for v in stages.values())
 rerun = sum("Running stage" in line for line in open(sys.argv[5], encoding="utf-8"))
 full = not sys.argv[6].startswith("small")  # the targets are the whole study's
 print(f"clean dvc repro : {clean:7.1f} s for {count} stages" + (f"   (target 300 s; ratio {clean / 300:.2f})" * full))
 print(f"no-op dvc repro : {noop:7.1f} s, {rerun} stages rerun" + (f" (target 3 s; ratio {noop / 3:.2f})" * full))
+from dvc.repo import Repo  # what a no-op checks: every stage's deps (code, params, upstream) and outs
+checked = Repo(".").index.stages
+print(f"dvc checks      : {sum(len(s.deps) for s in checked)} deps and {sum(len(s.outs) for s in checked)} outs "
+      f"of {len(checked)} stages")
 print("\nwhere the clean run's time goes (stage: its command, DVC saving its outputs and parsing dvc.lock)")
 print(f"{'stage kind':<22}{'stages':>7}{'seconds':>10}{'per stage':>11}{'share':>8}")
 rows = sorted(stages.items(), key=lambda kv: -sum(kv[1]))

@@ -24,7 +24,7 @@ _EXPORTS = {
               "render_plan", "results_profile", "stale_code_deps", "write_plan"),
     "_scenarios": ("run_scenarios", "scenario_table"),
     "_status": ("arm_reads", "arm_rows", "study_state"),
-    "_studyfile": ("DEVICE_STAGES",),
+    "_template": ("DEVICE_STAGES",),
     "_stage": ("RUNTIME_KNOBS", "parser", "runtime_knob", "stage_main", "tracking_uri_from_params", "write_json"),
     "_track": ("run_track",),
     "_train": ("MissingBackendError", "rollout_processes", "run_init", "run_select", "run_tokenizer", "run_train"),

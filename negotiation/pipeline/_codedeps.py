@@ -1,7 +1,15 @@
 """Each generated stage's code deps: the import closure of the script its ``cmd`` runs
-(``negotiation.pipeline._deps``), written first in its ``deps`` and checked against the committed
-files (``nego pipeline plan --check``). A study with its own DVC project lists files, never
-folders (``_project``)."""
+(``negotiation.pipeline._deps``), checked against the committed files (``nego pipeline plan
+--check``). A study with its own DVC project lists files, never folders (``_project``).
+
+Every stage of a kind (``train@<run>``, ``select@<arm>``, ...) runs the same script, so listing the
+closure on each of them made a no-op ``dvc repro`` check the same ~30 code deps once per stage
+(nine in ten of the demo's deps). ``fingerprint_code_deps`` lists them once, on a code stage per
+kind in the study file (``code_<kind>``: ``pipelines/fingerprint.py`` writing
+``<results>/code/<kind>.sha256``), and each stage of the kind depends on that one file: an edit
+reruns the code stages whose closure holds the file, whose new fingerprints rerun exactly those
+kinds' stages. ``set_code_deps`` lists them on each stage instead, for a profile whose stages run
+without DVC (the GPU profile's device stages)."""
 
 from __future__ import annotations
 
@@ -13,9 +21,11 @@ import yaml
 
 from negotiation.pipeline._deps import FOLDER_SHARE, PACKAGE, ImportClosure, compress
 
-__all__ = ["code_dep_problems", "is_code_dep", "set_code_deps", "stage_code_deps"]
+__all__ = ["FINGERPRINT_SCRIPT", "code_dep_problems", "code_stage", "fingerprint_code_deps", "fingerprint_path",
+           "is_code_dep", "set_code_deps", "stage_code_deps"]
 
 _ENTRY = re.compile(r"\bpipelines/\w+\.py\b")
+FINGERPRINT_SCRIPT = "pipelines/fingerprint.py"
 
 
 def is_code_dep(dep: Any) -> bool:
@@ -45,14 +55,42 @@ def stage_code_deps(graph: dict[str, Any], root: Path, *, folders: bool = True) 
     return derived
 
 
+def _put_first(body: dict[str, Any], code: list[str]) -> None:
+    """Replace the body's code deps by ``code``, first; the other deps (protocol, registry,
+    upstream outputs) keep their order after them."""
+    deps = body.setdefault("deps", [])
+    kept = [d for d in deps if not is_code_dep(d)]
+    del deps[:]
+    deps.extend(code + kept)
+
+
 def set_code_deps(graph: dict[str, Any], root: Path, *, folders: bool = True) -> None:
-    """Replace every stage's code deps in ``graph`` (in place) by the derived ones, first; the
-    other deps (protocol, registry, upstream outputs) keep their order after them."""
+    """Replace every stage's code deps in ``graph`` (in place) by the derived ones."""
     for name, code in stage_code_deps(graph, root, folders=folders).items():
-        deps = _bodies(graph)[name].setdefault("deps", [])
-        kept = [d for d in deps if not is_code_dep(d)]
-        del deps[:]
-        deps.extend(code + kept)
+        _put_first(_bodies(graph)[name], code)
+
+
+def fingerprint_path(out: str, kind: str) -> str:
+    """The fingerprint file of a stage kind's code, under a study's results folder ``out``."""
+    return f"{out}/code/{kind}.sha256"
+
+
+def code_stage(kind: str) -> str:
+    """The name of a stage kind's code stage (short: ``dvc dag`` draws it beside every stage of the kind)."""
+    return f"code_{kind}"
+
+
+def fingerprint_code_deps(graph: dict[str, Any], root: Path, *, folders: bool = True) -> dict[str, Any]:
+    """Give every stage of ``graph`` (in place) its kind's fingerprint file as its only code dep,
+    first, and return the code stages writing them (``code_stage(kind)`` -> body): each lists the kind's
+    derived code deps and hashes them. Paths hold ``${plan.out}``, filled as the stages' are."""
+    code_stages = {}
+    for name, code in stage_code_deps(graph, root, folders=folders).items():
+        out = fingerprint_path("${plan.out}", name)
+        code_stages[code_stage(name)] = {"cmd": f"python {FINGERPRINT_SCRIPT} --out {out} {' '.join(code)}",
+                             "deps": [FINGERPRINT_SCRIPT, *code], "outs": [out]}
+        _put_first(_bodies(graph)[name], [out])
+    return code_stages
 
 
 def code_dep_problems(committed: str, derived: str, where: str) -> list[str]:

@@ -90,40 +90,65 @@ def test_a_subpackage_is_listed_whole_from_its_share_of_run_files_and_the_top_pa
 
 def test_check_names_the_stage_and_the_missing_and_extra_dep(repo):
     top = repo / "dvc.yaml"
-    graph = yaml.safe_load(top.read_text())
-    deps = graph["stages"]["analyze"]["deps"]
+    deps = yaml.safe_load(top.read_text())["stages"]["code_analyze"]["deps"]
     assert "negotiation/env/_utility.py" in deps  # the utility function, which the hand-written list once lacked
     text = top.read_text()
-    analyze = text.index("\n  analyze:")
+    analyze = text.index("\n  code_analyze:")
     top.write_text(text[:analyze] + text[analyze:].replace("    - negotiation/env/_utility.py\n",
                                                            "    - negotiation/training\n", 1))
-    assert stale_code_deps("demo", repo) == ["dvc.yaml: stage analyze: missing dep negotiation/env/_utility.py",
-                                             "dvc.yaml: stage analyze: extra dep negotiation/training"]
+    assert stale_code_deps("demo", repo) == ["dvc.yaml: stage code_analyze: missing dep negotiation/env/_utility.py",
+                                             "dvc.yaml: stage code_analyze: extra dep negotiation/training"]
     result = CliRunner().invoke(app, ["pipeline", "plan", "demo", "--check", "--root", str(repo)])
     assert result.exit_code == 1
-    assert "dvc.yaml: STALE" in result.output and "stage analyze: missing dep negotiation/env" in result.output
+    assert "dvc.yaml: STALE" in result.output and "stage code_analyze: missing dep negotiation/env" in result.output
     write_plan("demo", repo)
     assert stale_code_deps("demo", repo) == [] and top.read_text() == (ROOT / "dvc.yaml").read_text()
 
 
-def test_a_new_import_makes_exactly_the_importing_stage_stale(repo):
+def test_a_new_import_makes_exactly_the_importing_kind_s_code_stage_stale(repo):
     """Only scenarios runs negotiation/pipeline/_scenarios.py; an import added there is its alone."""
     module = repo / "negotiation/pipeline/_scenarios.py"
     module.write_text(module.read_text() + "\n\ndef _late():\n    from negotiation.training import _grpo\n    return _grpo\n\n\n"
                       "_LATE = _late\n")
     problems = stale_code_deps("demo", repo)
     # missing deps, and extra ones where the new closure folds a package's files into its folder
-    assert problems and all(p.startswith("dvc.yaml: stage scenarios: ") for p in problems)
-    assert "dvc.yaml: stage scenarios: missing dep negotiation/training/_grpo.py" in problems
+    assert problems and all(p.startswith("dvc.yaml: stage code_scenarios: ") for p in problems)
+    assert "dvc.yaml: stage code_scenarios: missing dep negotiation/training/_grpo.py" in problems
     assert stale_code_deps("paper", repo)  # a derived study's file is checked the same way
 
 
-def test_an_arm_file_s_code_deps_are_checked_by_its_path(repo):
+@pytest.mark.parametrize(("study_file", "out"), [("dvc.yaml", "outputs/demo"),
+                                                 ("pipelines/paper/dvc.yaml", "outputs/paper")])
+def test_each_stage_s_one_code_dep_is_its_kind_s_fingerprint_of_exactly_the_code_listed(study_file, out):
+    """A stage lists no code itself; the code stage of its kind lists the fingerprint script and
+    the code, and its command hashes exactly that code, from the root (``cd ../..`` in a project)."""
+    from negotiation.pipeline import stage_commands
+    from negotiation.pipeline._codedeps import is_code_dep
+
+    stages = yaml.safe_load((ROOT / study_file).read_text())["stages"]
+    code = {name.removeprefix("code_"): body for name, body in stages.items() if name.startswith("code_")}
+    for command in stage_commands(ROOT / study_file):
+        if command.name.startswith("code_"):
+            continue
+        path, _, name = command.address.rpartition(":")
+        stage = yaml.safe_load(Path(path).read_text())["stages"][name.split("@")[0]]
+        deps = stage.get("do", stage)["deps"]
+        kind = command.name.split("@")[0]
+        assert deps[0] == f"{out}/code/{kind}.sha256" and not any(map(is_code_dep, deps)), command.address
+        assert f"pipelines/{'select_arm' if kind == 'select' else kind}.py" in code[kind]["cmd"]
+    for kind, body in code.items():
+        listed = [d.removeprefix("../../") for d in body["deps"]]
+        hashed = body["cmd"].split(f"--out {out}/code/{kind}.sha256 ", 1)[1].split()
+        assert listed == ["pipelines/fingerprint.py", *hashed] and all(map(is_code_dep, listed)), kind
+
+
+def test_an_arm_file_listing_code_again_is_named(repo):
     arm_file = repo / "pipelines/demo/arms/ref_boulware/dvc.yaml"
     text = arm_file.read_text()
-    arm_file.write_text(text.replace("    - negotiation/pipeline/_evaluate.py\n", "", 1))
+    fingerprint = "    - outputs/demo/code/pilot.sha256\n"
+    arm_file.write_text(text.replace(fingerprint, fingerprint + "    - negotiation/pipeline/_evaluate.py\n", 1))
     assert stale_code_deps("demo", repo) == [
-        "pipelines/demo/arms/ref_boulware/dvc.yaml: stage pilot: missing dep negotiation/pipeline/_evaluate.py"]
+        "pipelines/demo/arms/ref_boulware/dvc.yaml: stage pilot: extra dep negotiation/pipeline/_evaluate.py"]
 
 
 def test_no_dvc_lock_is_committed():

@@ -1,20 +1,23 @@
-"""`dvc status` after a code edit, in a copy of the checkout: every stage whose process imports the
-edited module is stale, and a module only one stage imports reruns that stage alone (the derived
-code deps, seen through DVC itself).
+"""`dvc status` after a code edit and a `dvc repro` of the code stages, in a copy of the checkout:
+every stage whose process imports the edited module is stale, and a module only one stage imports
+reruns that stage alone (the derived code deps and their fingerprints, seen through DVC itself).
 
 One stage of each group stands for its group (a group runs one script, so its stages share their
-code deps, whichever arm folder holds them). Their outputs are placeholders committed with ``dvc commit``: the lock then
-holds the current deps, and ``dvc status`` shows exactly the stages whose deps changed since.
+kind's code stage, whichever arm folder holds them). The code stages run for real (they hash
+files); the other outputs are placeholders committed with ``dvc commit``: the lock then holds the
+current deps, and ``dvc status`` shows exactly the stages whose deps changed since.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.pipeline.dvc_checkout import addresses, checkout_copy, dvc, stage_body, stage_env
 
@@ -73,15 +76,29 @@ def _stale(cwd: Path) -> set[str]:
     return {address[key] for key in json.loads(status.stdout or "{}")}
 
 
+def _lists(deps: list[str], path: str) -> bool:
+    return any(path == dep or path.startswith(dep.rstrip("/") + "/") for dep in deps)
+
+
 def _listing(cwd: Path, path: str) -> set[str]:
-    """The stages of ``STAGES`` whose deps in their DVC file name ``path`` or a folder holding it."""
-    address = addresses(cwd)
+    """The stages of ``STAGES`` whose kind's code stage names ``path`` or a folder holding it."""
+    return {name for name in STAGES if _lists(stage_body(cwd, f"code_{name.split('@')[0]}")["deps"], path)}
 
-    def deps(name: str) -> list[str]:
-        return stage_body(cwd, address[name])["deps"]
 
-    return {name for name in STAGES
-            if any(path == dep or path.startswith(dep.rstrip("/") + "/") for dep in deps(name))}
+def _kinds_listing(cwd: Path, path: str) -> set[str]:
+    """Every code stage naming ``path`` or a folder holding it."""
+    stages = yaml.safe_load((cwd / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    return {name.removeprefix("code_") for name, body in stages.items()
+            if name.startswith("code_") and _lists(body["deps"], path)}
+
+
+def _repro_code(cwd: Path) -> set[str]:
+    """``dvc repro`` of the code stages; the kinds whose fingerprint it rewrote."""
+    code = [name for name in yaml.safe_load((cwd / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+            if name.startswith("code_")]
+    done = dvc(["repro", *code], cwd)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    return set(re.findall(r"Running stage 'code_(\w+)'", done.stdout))
 
 
 def _edit_function(path: Path, name: str) -> None:
@@ -94,6 +111,7 @@ def _edit_function(path: Path, name: str) -> None:
 
 def test_an_edit_reruns_every_stage_that_imports_the_module_and_no_other(tmp_path):
     checkout_copy(tmp_path)
+    assert _repro_code(tmp_path)  # every kind's fingerprint, for real
     placeholders = subprocess.run([sys.executable, "-c", PLACEHOLDERS], cwd=tmp_path, env=stage_env(tmp_path),
                                   capture_output=True, text=True, timeout=300)
     assert placeholders.returncode == 0, placeholders.stderr[-3000:]
@@ -106,6 +124,8 @@ def test_an_edit_reruns_every_stage_that_imports_the_module_and_no_other(tmp_pat
     original = utility.read_text(encoding="utf-8")
     _edit_function(utility, "score_prefs")
     importers = {stage for stage, modules in ran.items() if "negotiation.env._utility" in modules}
+    assert _stale(tmp_path) == set()  # a stage sees the edit through its kind's fingerprint, once rehashed
+    assert _repro_code(tmp_path) == _kinds_listing(tmp_path, "negotiation/env/_utility.py")
     stale = _stale(tmp_path)
     # Every stage whose process imports it reruns. The probe stops after argument parsing, and the
     # packages resolve their names lazily, so it sees fewer importers than a real run has; the
@@ -114,9 +134,10 @@ def test_an_edit_reruns_every_stage_that_imports_the_module_and_no_other(tmp_pat
     assert stale == _listing(tmp_path, "negotiation/env/_utility.py")
 
     utility.write_text(original, encoding="utf-8")
-    assert _stale(tmp_path) == set()
+    _repro_code(tmp_path)
+    assert _stale(tmp_path) == set()  # the same code, the same fingerprints
     _edit_function(tmp_path / "negotiation/pipeline/_scenarios.py", "scenario_table")
     importers = {stage for stage, modules in ran.items() if "negotiation.pipeline._scenarios" in modules}
-    assert importers == {"scenarios"}
+    assert importers == {"scenarios"} and _repro_code(tmp_path) == {"scenarios"}
     assert _stale(tmp_path) == importers
 

@@ -112,7 +112,9 @@ def test_study_files_hold_the_study_stages_and_arm_files_the_arm_stages_run_from
     study = yaml.safe_load(files[Path("pipelines/paper/dvc.yaml")])
     assert study["vars"] == [{"plan": {"study": "paper", "out": "outputs/paper", "arms_dir": "arms"}},
                              "../../params.yaml"]
-    assert list(study["stages"]) == ["scenarios", "init", "track", "validate", "analyze", "report", "audit"]
+    study_level = ["scenarios", "init", "track", "validate", "analyze", "report", "audit"]
+    kinds = [*study_level[:2], "train", "select", "pilot", "evaluate", *study_level[2:]]
+    assert list(study["stages"]) == [f"code_{kind}" for kind in kinds] + study_level  # code stages first
     assert "wdir" not in study["stages"]["track"] and "foreach" in study["stages"]["init"]
     arm = yaml.safe_load(files[Path("pipelines/paper/arms/e2b_shared_104/dvc.yaml")])
     assert list(arm["stages"]) == ["train", "select", "pilot", "evaluate"]
@@ -121,8 +123,12 @@ def test_study_files_hold_the_study_stages_and_arm_files_the_arm_stages_run_from
     assert evaluate["wdir"] == "../.."
     assert evaluate["cmd"] == ("cd ../.. && python pipelines/evaluate.py --study paper --arm e2b_shared_104 "
                                "--results outputs/paper --metrics metrics/paper/e2b_shared_104.json")
-    assert evaluate["deps"][0] == "../../pipelines/evaluate.py" and "../../negotiation/_root.py" in evaluate["deps"]
-    assert not any(Path(ROOT, d[len("../../"):]).is_dir() for d in evaluate["deps"] if d.startswith("../../negotiation"))
+    assert evaluate["deps"][0] == "outputs/paper/code/evaluate.sha256"  # its kind's code, fingerprinted
+    code = study["stages"]["code_evaluate"]
+    assert "wdir" not in code and code["cmd"].startswith("cd ../.. && python pipelines/fingerprint.py ")
+    assert code["deps"][:2] == ["../../pipelines/fingerprint.py", "../../pipelines/evaluate.py"]
+    assert "../../negotiation/_root.py" in code["deps"]
+    assert not any(Path(ROOT, d[len("../../"):]).is_dir() for d in code["deps"] if d.startswith("../../negotiation"))
     assert [name for entry in arm["stages"]["select"]["params"] for name in entry] == [
         "../../protocol/paper/protocol.yaml", "arms/e2b_shared_104/params.yaml"]
     assert all((o if isinstance(o, str) else next(iter(o))).startswith(("outputs/", "metrics/")) for o in evaluate["outs"])

@@ -9,7 +9,7 @@ import yaml
 
 from negotiation.errors import ConfigError
 from negotiation.pipeline import RUNTIME_KNOBS, runtime_knob
-from negotiation.pipeline._studyfile import template_graph
+from negotiation.pipeline._template import template_graph
 from negotiation.study import default_root
 
 ROOT = default_root()
@@ -31,7 +31,8 @@ def _param_keys(body: dict) -> set[str]:
 
 @pytest.mark.parametrize("study", ["demo", "paper"])
 def test_no_stage_depends_on_a_runtime_knob(study):
-    for name, body in _stage_bodies(template_graph(study, ROOT)).items():
+    graph, code_stages = template_graph(study, ROOT)
+    for name, body in [*_stage_bodies(graph).items(), *code_stages.items()]:
         for knob in RUNTIME_KNOBS:
             assert knob not in _param_keys(body), f"{name} has run-time knob {knob} as a param"
             assert not re.search(r"\$\{" + re.escape(knob) + r"\}", body["cmd"]), f"{name} passes {knob} in cmd"
