@@ -149,7 +149,8 @@ def floor_grid(model: Any, tokenizer: Any, sampling: Any, stops: list[int], cont
     rows = []
     for slots in sorted({args.episodes, max(1, args.episodes // 4)}, reverse=True):
         engine = default_generator(model, tokenizer, sampling=sampling, stop_ids=stops, max_batch=slots,
-                                   cache_tokens=context, compile=args.compile)
+                                   cache_tokens=context, compile=args.compile,
+                                   deterministic_compile=not args.compile_autotune)
         for cached in sorted({min(256, args.floor_tokens), args.floor_tokens}):
             rows.append({"slots": slots, **decode_floor(engine.decoder, cached, args.floor_steps, args.device)})
     return rows
@@ -185,7 +186,8 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     sampling = Decoding.from_protocol(protocol.sampling.self_served_seller, max_tokens=args.sequences.new_tokens_per_turn)
     context = args.sequences.context_tokens
     engine = default_generator(model, tokenizer, sampling=sampling, stop_ids=stops, max_batch=args.episodes,
-                               cache_tokens=context, sync_every=args.sync_every, compile=args.compile)
+                               cache_tokens=context, sync_every=args.sync_every, compile=args.compile,
+                               deterministic_compile=not args.compile_autotune)
     counter = {"steps": 0, "row_steps": 0}
     reference = reference_generator(model, tokenizer, sampling, stops, args.episodes, context, counter)
     out: dict[str, Any] = {"size": args.size, "device": args.device, "dtype": args.dtype, "episodes": args.episodes,
@@ -239,6 +241,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                    help="also time the device floor at a quarter of the slots and at a 256-token window")
     p.add_argument("--engine-only", action="store_true", help="time the engine alone (e.g. a sweep of --sync-every)")
     p.add_argument("--compile", action="store_true", help="torch.compile the engine's decode step and prefill")
+    p.add_argument("--compile-autotune", action="store_true",
+                   help="compile without inductor's deterministic mode (kernel configurations timed on the device)")
     p.add_argument("--sync-debug", action="store_true",
                    help="(cuda) one more engine play under CUDA's sync debug mode: where the host waited")
     p.add_argument("--small", action="store_true",

@@ -50,6 +50,17 @@ class TurnEnd:
     """True: a stop token ended the turn; False: ``max_new_tokens`` did."""
 
 
+def compile_options(deterministic: bool = True) -> dict[str, Any]:
+    """Inductor options of the compiled step and prefill: its deterministic mode (where this torch
+    has one) unless ``deterministic`` is False. Otherwise inductor picks some kernels'
+    configurations by timing them on the device, and one that reduces in another order rounds
+    differently: two processes compiling the same model (a run and its frozen control sharing a
+    GPU) then sample different tokens from identical weights, which pairing them must rule out."""
+    import torch._inductor.config as inductor
+
+    return {"deterministic": True} if deterministic and hasattr(inductor, "deterministic") else {}
+
+
 class SlotDecoder:
     """``B`` slots decoding turns continuously with one fixed-shape step.
 
@@ -66,12 +77,15 @@ class SlotDecoder:
         compile: run the decode step and the prefill forward through ``torch.compile`` (fused
             kernels: a small model's step is bound by its kernel count, eager prefills by Python);
             eager if compiling fails (``compile_error``).
+        deterministic_compile: compile in inductor's deterministic mode (``compile_options``);
+            False lets inductor time kernel configurations on the device (faster kernels perhaps,
+            but not the same tokens from one process to the next).
     """
 
     def __init__(self, model: Any, *, slots: int, cache_tokens: int, stop_token_ids: Sequence[int],
                  max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
                  top_p: float | None = None, prefill_tokens: int = 16384, cuda_graph: bool = True,
-                 window_block: int = 256, compile: bool = False):
+                 window_block: int = 256, compile: bool = False, deterministic_compile: bool = True):
         if slots < 1 or cache_tokens < 2 or max_new_tokens < 1 or not stop_token_ids:
             raise ValueError("SlotDecoder: needs slots >= 1, cache_tokens >= 2, max_new_tokens >= 1, a stop token")
         self.model, self.slots, self.cache_tokens = model, int(slots), int(cache_tokens)
@@ -122,8 +136,9 @@ class SlotDecoder:
         if compile:
             # the window (an int) and the prefill's [R, T] shapes vary: recompiled once with them
             # symbolic after the first change (dynamo's automatic dynamic shapes)
-            self._step_fn = torch.compile(self._step)
-            self._prefill_fn = torch.compile(self._prefill_forward)
+            options = compile_options(deterministic_compile)
+            self._step_fn = torch.compile(self._step, options=options)
+            self._prefill_fn = torch.compile(self._prefill_forward, options=options)
 
     @torch.inference_mode()
     def feed(self, slots: Sequence[int], token_ids: Sequence[Sequence[int]], seeds: Sequence[int]) -> None:

@@ -86,3 +86,19 @@ def test_a_step_that_fails_to_compile_runs_eagerly_and_says_why(model):
     decoder = _play_three_turns(model, decoder_class=Decoder, window_block=4)
     assert decoder.compile_error == "step: RuntimeError: CantSplit: inductor gave up"
     assert decoder._step_fn == decoder._step and decoder._prefill_fn == decoder._prefill_forward
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_the_step_and_prefill_compile_in_inductors_deterministic_mode_unless_told_not_to(monkeypatch, deterministic):
+    """Inductor times some kernel configurations on the device unless in its deterministic mode,
+    and a configuration that reduces in another order rounds differently: a run and its frozen
+    control compiled in two processes would sample different tokens from the same weights."""
+    import torch._inductor.config as inductor
+
+    calls = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: calls.append(kwargs) or fn)
+    SlotDecoder(_gemma3(), slots=2, cache_tokens=16, stop_token_ids=[1], max_new_tokens=4, compile=True,
+                deterministic_compile=deterministic)
+    expected = {"deterministic": True} if deterministic and hasattr(inductor, "deterministic") else {}
+    assert calls == [{"options": expected}] * 2
+    assert hasattr(inductor, "deterministic")  # this torch has the mode: the option is really passed

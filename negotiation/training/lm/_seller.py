@@ -133,12 +133,14 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
 
 def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_ids: Sequence[int],
                       prefill_tokens: int = 16384, max_batch: int = 128, cache_tokens: int | None = None,
-                      sync_every: int = 8, compile: bool = False) -> EpisodeEngine:
+                      sync_every: int = 8, compile: bool = False,
+                      deterministic_compile: bool = True) -> EpisodeEngine:
     """The rollout engine (``SlotRollout``) on ``negotiation.lm``'s ``SlotDecoder`` with the
     protocol's seller sampling, on CUDA (decode step replayed as a CUDA graph) and on the CPU
     (the same step, eager): ``max_batch`` slots, each a cache of ``cache_tokens`` positions
     (default the model's context), episodes keep their cache across turns; the host reads the
-    slots' state every ``sync_every`` decode steps; ``compile``: the decoder's ``torch.compile``."""
+    slots' state every ``sync_every`` decode steps; ``compile``: the decoder's ``torch.compile``
+    (``deterministic_compile``: in inductor's deterministic mode, ``SlotDecoder``'s)."""
     try:
         from negotiation.lm import SlotDecoder
     except ImportError as exc:
@@ -151,7 +153,8 @@ def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_id
     temperature = 1.0 if sampling.temperature is None else sampling.temperature
     decoder = SlotDecoder(model, slots=max_batch, cache_tokens=int(context), stop_token_ids=list(stop_ids),
                           max_new_tokens=sampling.max_tokens, temperature=temperature, top_k=sampling.top_k,
-                          top_p=sampling.top_p, prefill_tokens=prefill_tokens, compile=compile)
+                          top_p=sampling.top_p, prefill_tokens=prefill_tokens, compile=compile,
+                          deterministic_compile=deterministic_compile)
     return SlotRollout(decoder, sync_every=sync_every)
 
 
