@@ -59,8 +59,8 @@ from negotiation.analysis._metrics import (
 from negotiation.analysis._multiple import holm, interval_mark
 from negotiation.analysis._metric_record import Metric, register_metric, table_metrics
 from negotiation.analysis._paired import PairedTables
-from negotiation.analysis._power import (cluster_spread, false_trip_chance, guard_trip_table, minimum_detectable_effect,
-                                         power_table, ratio_spread)
+from negotiation.analysis._power import (allowance_for_chance, cluster_spread, false_trip_chance, guard_trip_table,
+                                         minimum_detectable_effect, power_table, ratio_spread)
 from negotiation.analysis._packet import hand_read_packet
 from negotiation.analysis._panel import panel_bases, panel_tables
 from negotiation.analysis._pairing import (
@@ -105,7 +105,7 @@ __all__ = [
     "descriptor_summary", "env_seller_utility", "episode_descriptors", "hand_read_packet",
     "holm", "interval_mark", "load_tables", "max_welfare", "metric_series", "metrics_table", "minimum_detectable_effect",
     "nash_point", "not_estimable", "outcome_summary", "packet_results", "paired_values", "panel_bases", "panel_tables", "pareto_frontier",
-    "percentile_interval", "power_table", "ratio_spread", "false_trip_chance", "guard_trip_table", "problem_from_scenario", "register_metric", "report_results",
+    "percentile_interval", "power_table", "ratio_spread", "false_trip_chance", "allowance_for_chance", "guard_trip_table", "problem_from_scenario", "register_metric", "report_results",
     "require_columns", "require_valid", "require_validated", "resample_cluster_means", "run_analysis", "run_family", "run_guards", "score_identity_gap",
     "bootstrap_settings", "scoped", "signed_distance", "solve_scenario", "solve_scenarios",
     "style_dagger", "style_summary", "synthetic_tables", "table_metrics", "validate_episodes", "write_synthetic_results",

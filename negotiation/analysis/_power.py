@@ -30,8 +30,8 @@ import numpy as np
 from negotiation.analysis._bootstrap import cluster_totals
 from negotiation.analysis._errors import AnalysisError
 
-__all__ = ["cluster_spread", "false_trip_chance", "guard_trip_table", "minimum_detectable_effect", "power_table",
-           "ratio_spread"]
+__all__ = ["allowance_for_chance", "cluster_spread", "false_trip_chance", "guard_trip_table",
+           "minimum_detectable_effect", "power_table", "ratio_spread"]
 
 
 def cluster_spread(values: np.ndarray, clusters: np.ndarray, *, paired: bool) -> tuple[float, int]:
@@ -82,6 +82,16 @@ def false_trip_chance(spread: float, n_clusters: int, allowance: float) -> float
     return float(1.0 - NormalDist().cdf(float(z)))
 
 
+def allowance_for_chance(spread: float, n_clusters: int, chance: float) -> float:
+    """The smallest allowance whose ``false_trip_chance`` is ``chance``: the guard a re-freeze can
+    set so that an arm equal in law to its base fails it that often and no more,
+    ``z[1 - chance] sqrt(2) spread / sqrt(K)`` (0 for a chance of one half or more)."""
+    if n_clusters < 1 or spread < 0 or not 0 < chance < 1:
+        raise AnalysisError("power", "guard", f"clusters {n_clusters}, spread {spread}, chance {chance}: "
+                            "need clusters >= 1, spread >= 0, 0 < chance < 1")
+    return max(0.0, NormalDist().inv_cdf(1.0 - chance) * np.sqrt(2.0) * spread / np.sqrt(n_clusters))
+
+
 def minimum_detectable_effect(spread: float, n_clusters: int, *, alpha: float, power: float, tests: int = 1) -> float:
     """Smallest true paired gain detected with probability ``power`` by a two-sided test at
     ``alpha / tests`` with ``n_clusters`` seed clusters of per-cluster spread ``spread``."""
@@ -98,14 +108,16 @@ def power_table(spread: float, designs: Sequence[int], *, alpha: float, power: f
     return [(int(k), minimum_detectable_effect(spread, k, alpha=alpha, power=power, tests=tests)) for k in designs]
 
 
-def guard_trip_table(episodes: Any, guards: Any, designs: Sequence[int]) -> list[dict[str, Any]]:
+def guard_trip_table(episodes: Any, guards: Any, designs: Sequence[int], *,
+                     chance: float = 0.05) -> list[dict[str, Any]]:
     """For each difference guard of ``guards`` (``protocol.guards``) and each design of ``K`` seed
     clusters, the chance that an arm equal in law to the pilot arm ``episodes`` (an episode table)
     trips it against its base by sampling noise alone: the seller bad-parse rate rising by more
     than its allowance, mean turns rising by more than theirs, the deal rate falling by more than
     its drop (an upper bound: that guard also needs deal-only U~ to rise).
 
-    Returns one ``{"guard", "allowance", "spread", "chances": [(K, chance), ...]}`` per guard."""
+    Returns one ``{"guard", "allowance", "spread", "chances": [(K, chance), ...], "allowances":
+    [(K, allowance), ...]}`` per guard; ``allowances`` are those tripped with probability ``chance``."""
     seeds = episodes["seed"].to_numpy()
     parse, _ = ratio_spread(episodes["n_bad_seller"].to_numpy(float), episodes["n_seller_turns"].to_numpy(float), seeds)
     turns, _ = cluster_spread(episodes["n_turns"].to_numpy(float), seeds, paired=True)
@@ -114,5 +126,6 @@ def guard_trip_table(episodes: Any, guards: Any, designs: Sequence[int]) -> list
             ("turns", guards.turns.max_increase_over_base, turns),
             ("deal_rate", guards.deal_rate.max_drop, deal)]
     return [{"guard": name, "allowance": allowance, "spread": spread,
-             "chances": [(int(k), false_trip_chance(spread, int(k), allowance)) for k in designs]}
+             "chances": [(int(k), false_trip_chance(spread, int(k), allowance)) for k in designs],
+             "allowances": [(int(k), allowance_for_chance(spread, int(k), chance)) for k in designs]}
             for name, allowance, spread in rows if allowance is not None]

@@ -99,13 +99,15 @@ def power_command(
     seeds: str = typer.Option("8,16,32,64", "--seeds", help="Designs: seed clusters per arm, comma-separated."),
     power: float = typer.Option(0.8, "--power", help="Probability of detecting the gain."),
     tests: Optional[int] = typer.Option(None, "--tests", help="Primary contrasts Holm runs over (default: protocol)."),
+    trip_chance: float = typer.Option(0.05, "--trip-chance", help="False-trip chance the suggested guard allowances give."),
     study: str = STUDY,
     root: Optional[Path] = ROOT,
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Smallest paired gain a design of K seed clusters detects (Holm's first step, normal approximation).
 
-    Also how often each guard fails an arm that equals MINUEND by chance alone."""
+    Also how often each guard fails an arm that equals MINUEND by chance alone, and the allowance
+    that would fail it with probability --trip-chance (an input to a re-freeze)."""
     from negotiation.analysis import cluster_spread, guard_trip_table, power_table
 
     designs = _seed_designs(seeds)
@@ -114,10 +116,14 @@ def power_command(
     spread, measured = cluster_spread(values, clusters, paired=subtrahend is not None)
     m, alpha = tests or len(protocol.statistics.primary_family), protocol.statistics.alpha
     rows = power_table(spread, designs, alpha=alpha, power=power, tests=m)
-    guards = guard_trip_table(_episode_table(minuend), protocol.guards, designs)
+    if not 0 < trip_chance < 1:
+        raise typer.BadParameter(f"{trip_chance!r}: a chance strictly between 0 and 1", param_hint="--trip-chance")
+    guards = guard_trip_table(_episode_table(minuend), protocol.guards, designs, chance=trip_chance)
     payload = {"metric": metric, "spread": spread, "measured_clusters": measured, "paired": subtrahend is not None,
                "alpha": alpha, "tests": m, "power": power, "designs": [{"seeds": k, "mde": mde} for k, mde in rows],
-               "guard_false_trips": [{**g, "chances": [{"seeds": k, "chance": c} for k, c in g["chances"]]}
+               "trip_chance": trip_chance,
+               "guard_false_trips": [{**g, "chances": [{"seeds": k, "chance": c} for k, c in g["chances"]],
+                                      "allowances": [{"seeds": k, "allowance": a} for k, a in g["allowances"]]}
                                      for g in guards]}
     if json_out:
         print_json(payload)
@@ -132,6 +138,8 @@ def power_command(
     for g in guards:
         chances = ", ".join(f"{k} seeds {c:.1%}" for k, c in g["chances"])
         typer.echo(f"  {g['guard']} (allowance {g['allowance']:g}, per-seed spread {g['spread']:.4f}): {chances}")
+        allowances = ", ".join(f"{k} seeds {a:.4g}" for k, a in g["allowances"])
+        typer.echo(f"    allowance tripped {trip_chance:.0%} of the time: {allowances}")
 
 
 def _seed_designs(text: str) -> list[int]:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from negotiation.analysis import (AnalysisError, cluster_spread, false_trip_chance, guard_trip_table,
-                                 minimum_detectable_effect, power_table, ratio_spread)
+from negotiation.analysis import (AnalysisError, allowance_for_chance, cluster_spread, false_trip_chance,
+                                 guard_trip_table, minimum_detectable_effect, power_table, ratio_spread)
 from negotiation.cli._analysis_cmds import analysis_app
 from typer.testing import CliRunner
 
@@ -65,6 +65,12 @@ def test_nego_power_reads_two_arms_pairs_them_and_defaults_to_the_protocols_fami
     assert alone.exit_code == 0 and "x sqrt 2" in alone.output and "64 seeds" in alone.output
     assert "parse_rate (allowance" in alone.output and "deal_rate (allowance" in alone.output
     assert [g["guard"] for g in payload["guard_false_trips"]] == ["parse_rate", "turns", "deal_rate"]
+    assert payload["trip_chance"] == 0.05 and "allowance tripped 5% of the time: 8 seeds" in alone.output
+    for g in payload["guard_false_trips"]:
+        assert [a["seeds"] for a in g["allowances"]] == [8, 32]
+        assert g["allowances"][0]["allowance"] == pytest.approx(allowance_for_chance(g["spread"], 8, 0.05))
+    bad = CliRunner().invoke(analysis_app, ["power", str(b), "--trip-chance", "1.5", "--root", str(demo_root)])
+    assert bad.exit_code == 2 and "--trip-chance" in bad.output and "1.5" in bad.output
 
 
 def _pilot(rng: np.random.Generator, seeds: int, episodes_per_seed: int = 18, bad_rate: float = 0.03) -> pd.DataFrame:
@@ -113,6 +119,21 @@ def test_false_trips_are_a_probability_that_more_seeds_never_raise(spread, k, al
     assert false_trip_chance(spread, 4 * k, allowance) <= chance + 1e-12
 
 
+@given(spread=st.floats(1e-4, 1.0), k=st.integers(1, 10_000), chance=st.floats(0.001, 0.499))
+@settings(max_examples=50, deadline=None)
+def test_the_suggested_allowance_trips_exactly_as_often_as_asked(spread, k, chance):
+    """``allowance_for_chance`` inverts ``false_trip_chance``: a re-freeze that sets it gets that chance."""
+    allowance = allowance_for_chance(spread, k, chance)
+    assert allowance > 0 and false_trip_chance(spread, k, allowance) == pytest.approx(chance, rel=1e-6)
+    assert allowance_for_chance(spread, 4 * k, chance) == pytest.approx(allowance / 2)
+
+
+def test_an_allowance_for_a_chance_of_one_half_or_more_is_zero_and_bad_input_is_named():
+    assert allowance_for_chance(0.02, 16, 0.5) == 0.0 and allowance_for_chance(0.02, 16, 0.9) == 0.0
+    with pytest.raises(AnalysisError, match="chance 1.0"):
+        allowance_for_chance(0.02, 16, 1.0)
+
+
 def test_guard_trip_table_reads_the_protocols_allowances_and_rejects_a_lone_seed():
     class Rule:
         def __init__(self, **kw):
@@ -124,5 +145,7 @@ def test_guard_trip_table_reads_the_protocols_allowances_and_rejects_a_lone_seed
     for g in table:
         (k8, c8), (k32, c32) = g["chances"]
         assert (k8, k32) == (8, 32) and c32 <= c8
+        (_, a8), (_, a32) = g["allowances"]
+        assert a32 == pytest.approx(a8 / 2) and false_trip_chance(g["spread"], 8, a8) == pytest.approx(0.05)
     with pytest.raises(AnalysisError, match="seed cluster"):
         guard_trip_table(_pilot(np.random.default_rng(3), 1), guards, [8])
