@@ -68,6 +68,12 @@ def ratio_spread(numerators: np.ndarray, denominators: np.ndarray, clusters: np.
     return float(np.std(residuals, ddof=1) / den.mean()), int(num.size)
 
 
+def _difference_sd(spread: float, n_clusters: int) -> float:
+    """Standard deviation of ``arm - base`` for two independent arms of ``n_clusters`` seed clusters
+    with per-cluster ``spread``: the scale both guard functions below measure an allowance in."""
+    return float(np.sqrt(2.0) * spread / np.sqrt(n_clusters))
+
+
 def false_trip_chance(spread: float, n_clusters: int, allowance: float) -> float:
     """Chance that an arm equal in law to its base reads ``arm - base > allowance`` (a one-sided
     guard fails) with ``n_clusters`` seed clusters, both arms independent with per-cluster
@@ -77,8 +83,8 @@ def false_trip_chance(spread: float, n_clusters: int, allowance: float) -> float
                             "need clusters >= 1, spread >= 0, allowance >= 0")
     if spread == 0:
         return 0.0
-    with np.errstate(over="ignore"):  # a spread near 0: z is infinite, the chance 0
-        z = np.float64(allowance) * np.sqrt(n_clusters) / (np.sqrt(2.0) * spread)
+    with np.errstate(over="ignore", divide="ignore"):  # a spread near 0: z is infinite, the chance 0
+        z = np.float64(allowance) / np.float64(_difference_sd(spread, n_clusters))
     return float(1.0 - NormalDist().cdf(float(z)))
 
 
@@ -89,7 +95,7 @@ def allowance_for_chance(spread: float, n_clusters: int, chance: float) -> float
     if n_clusters < 1 or spread < 0 or not 0 < chance < 1:
         raise AnalysisError("power", "guard", f"clusters {n_clusters}, spread {spread}, chance {chance}: "
                             "need clusters >= 1, spread >= 0, 0 < chance < 1")
-    return max(0.0, NormalDist().inv_cdf(1.0 - chance) * np.sqrt(2.0) * spread / np.sqrt(n_clusters))
+    return max(0.0, NormalDist().inv_cdf(1.0 - chance) * _difference_sd(spread, n_clusters))
 
 
 def minimum_detectable_effect(spread: float, n_clusters: int, *, alpha: float, power: float, tests: int = 1) -> float:
