@@ -22,10 +22,14 @@ spent in environment steps (on CUDA they overlap the queued decode steps), and i
 the seconds of one decode step over every slot with nothing else queued (the step has one fixed
 shape, so live and idle slots cost the same), at the attention window of ``--floor-tokens``
 cached tokens, and the tokens/s ceiling it sets (slots / step seconds): how far the rollout is
-from the device's own speed.
+from the device's own speed. ``--prefill-chunks 64,0`` plays the engine once per prefill layout
+(fixed-shape chunks of 64 columns, graph replays on CUDA; 0: each feed at its own shape, launched
+from Python) side by side; ``--profile`` (CUDA) adds the decode step's kernels by device time.
 
     python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --episodes 128
     python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --engine-only --compile --sync-debug
+    python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --engine-only --compile \
+        --prefill-chunks 64,0 --floor-grid --profile
     python benchmarks/rollout.py --small                              # seconds on the CPU (a test runs it)
 """
 
@@ -156,6 +160,34 @@ def floor_grid(model: Any, tokenizer: Any, sampling: Any, stops: list[int], cont
     return rows
 
 
+def decode_kernels(model: Any, sampling: Any, stops: list[int], context: int, args: argparse.Namespace,
+                   top: int = 12) -> list[dict[str, Any]]:
+    """The decode step's CUDA kernels by device time per step (``torch.profiler``), the step run
+    without its graph (the kernels are the graph's; launch gaps are not counted): a few kernels
+    that dominate say which part of the step to cut, a flat list says the count of kernels does."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from negotiation.lm import SlotDecoder
+
+    decoder = SlotDecoder(model, slots=args.episodes, cache_tokens=context, stop_token_ids=stops,
+                          max_new_tokens=sampling.max_tokens, temperature=sampling.temperature or 1.0,
+                          top_k=sampling.top_k, top_p=sampling.top_p, cuda_graph=False, compile=args.compile,
+                          deterministic_compile=not args.compile_autotune)
+    slots = list(range(decoder.slots))
+    decoder.feed(slots, [[1] * args.floor_tokens] * len(slots), seeds=slots)
+    decoder.run(3)  # compile outside the profile
+    steps = 20
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        timed(lambda: decoder.run(steps), "cuda")
+    events = [e for e in prof.key_averages() if getattr(e, "self_device_time_total", 0) > 0]
+    total = sum(e.self_device_time_total for e in events)
+    events.sort(key=lambda e: -e.self_device_time_total)
+    rows = [{"kernel": e.key[:90], "ms_per_step": round(e.self_device_time_total / steps / 1e3, 4),
+             "calls_per_step": e.count // steps, "share": round(e.self_device_time_total / total, 3)} for e in events[:top]]
+    return [{"kernel": "(all kernels)", "ms_per_step": round(total / steps / 1e3, 4),
+             "calls_per_step": sum(e.count for e in events) // steps, "share": 1.0}] + rows
+
+
 def timed(fn: Any, device: str) -> tuple[Any, float]:
     import torch
 
@@ -185,15 +217,19 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         stops += [t for t in range(len(tokenizer)) if t % args.mean_turn == 0 and t not in stops]
     sampling = Decoding.from_protocol(protocol.sampling.self_served_seller, max_tokens=args.sequences.new_tokens_per_turn)
     context = args.sequences.context_tokens
-    engine = default_generator(model, tokenizer, sampling=sampling, stop_ids=stops, max_batch=args.episodes,
-                               cache_tokens=context, sync_every=args.sync_every, compile=args.compile,
-                               deterministic_compile=not args.compile_autotune)
+    chunks = [int(c) for c in str(args.prefill_chunks).split(",")]
+    engines = {("engine" if k == 0 else f"engine_prefill_{c or 'each'}"):
+               default_generator(model, tokenizer, sampling=sampling, stop_ids=stops, max_batch=args.episodes,
+                                 cache_tokens=context, sync_every=args.sync_every, compile=args.compile,
+                                 deterministic_compile=not args.compile_autotune, prefill_chunk=c)
+               for k, c in enumerate(chunks)}
     counter = {"steps": 0, "row_steps": 0}
     reference = reference_generator(model, tokenizer, sampling, stops, args.episodes, context, counter)
     out: dict[str, Any] = {"size": args.size, "device": args.device, "dtype": args.dtype, "episodes": args.episodes,
                            "new_tokens_per_turn": args.sequences.new_tokens_per_turn, "rollout_turns": args.rollout_turns,
-                           "mean_turn": args.mean_turn, "sync_every": args.sync_every, "compile": args.compile}
-    paths = (("engine", engine),) if args.engine_only else (("engine", engine), ("reference", reference))
+                           "mean_turn": args.mean_turn, "sync_every": args.sync_every, "compile": args.compile,
+                           "prefill_chunks": chunks}
+    paths = list(engines.items()) + ([] if args.engine_only else [("reference", reference)])
     for name, generate in paths:
         play(protocol, tokenizer, model, generate, stops, args)  # warm-up: allocation, graph capture
         counter.update(steps=0, row_steps=0)
@@ -202,24 +238,31 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         row = {"seconds": round(seconds, 3), "gen_tokens": tokens, "tokens_per_s": round(tokens / seconds, 1),
                "turns": sum(sum(m[k] and (k + 1 == len(m) or not m[k + 1]) for k in range(len(m))) for m in ep.gen_mask),
                "truncated": int(ep.truncated.sum())}
-        if name == "engine":
-            s = engine.stats
+        if name.startswith("engine"):
+            engine, s = engines[name], engines[name].stats
             row.update(decode_steps=s.decode_steps, live_share=round(s.live_share, 3), env_seconds=round(s.env_seconds, 3),
                        feed_seconds=round(s.feed_seconds, 3), wait_seconds=round(s.wait_seconds, 3),
                        env_calls=s.env_steps, graph_error=engine.decoder.graph_error,
                        compile_error=engine.decoder.compile_error)
+            if name != "engine":
+                row["engine_speedup"] = round(out["engine"]["tokens_per_s"] / row["tokens_per_s"], 2)
+        if name == "engine":
             row.update(decode_floor(engine.decoder, args.floor_tokens, args.floor_steps, args.device))
             if args.floor_grid:
                 row["floor_grid"] = floor_grid(model, tokenizer, sampling, stops, context, args)
-        else:
+            if args.profile:
+                row["decode_kernels"] = decode_kernels(model, sampling, stops, context, args)
+        elif name == "reference":
             row.update(decode_steps=counter["steps"], live_share=round(tokens / max(1, counter["row_steps"]), 3))
         if name == "engine" and args.sync_debug:  # an extra, untimed play: the debug mode slows every op
             row["sync_sites"] = synchronizing_calls(lambda: play(protocol, tokenizer, model, generate, stops, args))[1]
         out[name] = row
         out[name + "_ids"] = ep.ids
+    ids = {name: out.pop(name + "_ids") for name, _ in paths}
     if not args.engine_only:
-        out["same_tokens"] = out.pop("engine_ids") == out.pop("reference_ids")
-    out.pop("engine_ids", None)
+        out["same_tokens"] = ids["engine"] == ids["reference"]
+    if args.small and len(engines) > 1:  # float64 on the CPU: every prefill layout draws the same tokens
+        out["same_tokens_every_prefill"] = all(ids[name] == ids["engine"] for name in engines)
     return out
 
 
@@ -240,6 +283,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--floor-grid", action="store_true",
                    help="also time the device floor at a quarter of the slots and at a 256-token window")
     p.add_argument("--engine-only", action="store_true", help="time the engine alone (e.g. a sweep of --sync-every)")
+    p.add_argument("--prefill-chunks", default="64",
+                   help="comma list: the engine once per prefill layout (N: fixed chunks of N columns, CUDA "
+                        "only; 0: each feed at its shape); the first is 'engine', the others beside it")
+    p.add_argument("--profile", action="store_true", help="(cuda) the decode step's kernels by device time")
     p.add_argument("--compile", action="store_true", help="torch.compile the engine's decode step and prefill")
     p.add_argument("--compile-autotune", action="store_true",
                    help="compile without inductor's deterministic mode (kernel configurations timed on the device)")
@@ -249,11 +296,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                    help="lm_xs in float64, 4 episodes, 24-token turns, 3 turns: seconds on the CPU, tokens exactly equal")
     p.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = p.parse_args(argv)
-    if args.sync_debug and args.device != "cuda":
-        p.error("--sync-debug needs --device cuda (CUDA's sync debug mode)")
+    if (args.sync_debug or args.profile) and args.device != "cuda":
+        p.error("--sync-debug and --profile need --device cuda")
     if args.small:
         args.size, args.episodes, args.new_tokens, args.rollout_turns, args.mean_turn = "lm_xs", 4, 24, 3, 12
         args.floor_tokens, args.floor_steps, args.floor_grid = 64, 4, True
+        args.prefill_chunks = "8,0"  # the fixed-shape layout beside each feed's own, eagerly
         args.dtype = "float64"  # both paths then sample the same tokens exactly (same_tokens)
     import torch
 

@@ -32,6 +32,7 @@ import torch
 from negotiation.lm._sampling import sample_tokens
 from negotiation.lm._slot_attention import slot_attention
 from negotiation.lm._slot_cache import slot_cache
+from negotiation.lm._slot_prefill import ChunkedFeed, chunk_feed, row_buckets
 
 __all__ = ["SlotDecoder", "TurnEnd"]
 
@@ -72,6 +73,9 @@ class SlotDecoder:
         max_new_tokens: token cap of a turn.
         temperature, top_k, top_p: the sampling of every turn (0 / None / None: off).
         prefill_tokens: padded tokens per prefill forward (rows are fed in chunks within it).
+        prefill_chunk: feed in fixed-shape chunks of this many columns, rows padded to a bucket
+            (``_slot_prefill``), so that on CUDA each chunk is a captured graph's replay; None: one
+            forward per ``prefill_tokens`` of rows at each feed's own shape.
         cuda_graph: capture the step as a CUDA graph on CUDA (eager if the capture fails; ``graph_error``).
         window_block: granularity of the attention window (positions); one graph per window used.
         compile: run the decode step and the prefill forward through ``torch.compile`` (fused
@@ -84,12 +88,14 @@ class SlotDecoder:
 
     def __init__(self, model: Any, *, slots: int, cache_tokens: int, stop_token_ids: Sequence[int],
                  max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
-                 top_p: float | None = None, prefill_tokens: int = 16384, cuda_graph: bool = True,
-                 window_block: int = 256, compile: bool = False, deterministic_compile: bool = True):
+                 top_p: float | None = None, prefill_tokens: int = 16384, prefill_chunk: int | None = None,
+                 cuda_graph: bool = True, window_block: int = 256, compile: bool = False,
+                 deterministic_compile: bool = True):
         if slots < 1 or cache_tokens < 2 or max_new_tokens < 1 or not stop_token_ids:
             raise ValueError("SlotDecoder: needs slots >= 1, cache_tokens >= 2, max_new_tokens >= 1, a stop token")
         self.model, self.slots, self.cache_tokens = model, int(slots), int(cache_tokens)
         self.max_new_tokens, self.prefill_tokens = int(max_new_tokens), int(prefill_tokens)
+        self.prefill_chunk = None if prefill_chunk is None else max(1, int(prefill_chunk))
         self.window_block = max(1, int(window_block))
         param = next(model.parameters())
         self.device, dtype = param.device, param.dtype
@@ -128,6 +134,11 @@ class SlotDecoder:
         """Slots fed and not yet collected."""
         self.graphs: dict[int | None, Any] = {}
         """Captured decode step per window (CUDA)."""
+        self.prefill_graphs: dict[tuple[int, int | None], Any] = {}
+        """Captured prefill chunk per (row bucket, window) (CUDA, with ``prefill_chunk``)."""
+        self.row_buckets = row_buckets(b)
+        self._prefill_in: dict[int, torch.Tensor] = {}  # a graph's input chunk per bucket, on the device
+        self._pool: Any = None  # one memory pool for every graph: they replay one at a time
         self.graph_error: str | None = None
         # captured on first use of a window, when the caller has put the model in eval mode
         self._use_graphs = cuda_graph and dev.type == "cuda"
@@ -152,12 +163,18 @@ class SlotDecoder:
                 raise ValueError(f"slot {s}: fed while its turn is still decoding")
             if not ids or n + len(ids) > self.cache_tokens:
                 raise ValueError(f"slot {s}: {n} cached + {len(ids)} new tokens do not fit {self.cache_tokens}")
-        width = max(len(ids) for ids in token_ids)
-        per_chunk = max(1, self.prefill_tokens // width)
+        trash = self.cache_tokens
         with slot_attention(self.model):
-            for start in range(0, len(slots), per_chunk):
-                part = slice(start, start + per_chunk)
-                self._prefill(list(slots[part]), list(token_ids[part]), lengths[part])
+            if self.prefill_chunk is not None:
+                bucket = next(r for r in self.row_buckets if r >= len(slots))
+                self._prefill(chunk_feed(slots, token_ids, lengths, chunk=self.prefill_chunk, bucket=bucket,
+                                         total_slots=self.slots, trash=trash))
+            else:
+                per_chunk = max(1, self.prefill_tokens // max(len(ids) for ids in token_ids))
+                for start in range(0, len(slots), per_chunk):
+                    part = slice(start, start + per_chunk)
+                    self._prefill(chunk_feed(slots[part], token_ids[part], lengths[part], chunk=None, bucket=None,
+                                             total_slots=self.slots, trash=trash))
         rows = self._to_device(list(slots))
         self.length[rows] += self._to_device([len(ids) for ids in token_ids])
         self.seeds[rows] = self._to_device([int(s) for s in seeds])
@@ -170,21 +187,40 @@ class SlotDecoder:
             self.fed_at[s] = self.decode_steps
             self.decoding.add(s)
 
-    def _prefill(self, slots: list[int], token_ids: list[Sequence[int]], lengths: list[int]) -> None:
-        """One left-padded forward of ``[R, T]`` new tokens at each slot's own positions; the last
-        column's logits become the slots' next-token logits."""
-        width, trash = max(len(ids) for ids in token_ids), self.cache_tokens
-        ids = torch.zeros((len(slots), width), dtype=torch.long)
-        pos = torch.full((len(slots), width), trash, dtype=torch.long)
-        for r, (row, n) in enumerate(zip(token_ids, lengths)):
-            ids[r, width - len(row):] = torch.tensor(list(row), dtype=torch.long)
-            pos[r, width - len(row):] = torch.arange(n, n + len(row))
-        window = self._window(max(n + len(row) for row, n in zip(token_ids, lengths)))
-        self._call("prefill", self._prefill_fn, self._to_device(ids), self._to_device(pos), self._to_device(slots),
-                   window)
+    def _prefill(self, feed: ChunkedFeed) -> None:
+        """Forward each chunk of ``feed`` in turn (its last sets the fed slots' next-token logits):
+        a graph replay per chunk when the chunks have a fixed shape on CUDA, else one call each."""
+        window, (chunks, rows, _) = self._window(feed.longest), feed.packed.shape
+        if self.prefill_chunk is None or not self._use_graphs:
+            packed = self._to_device(feed.packed)
+            for c in range(chunks):
+                self._call("prefill", self._prefill_fn, *self._unpack(packed[c], feed.identity), window)
+            return
+        static = self._prefill_in.get(rows)
+        if static is None:
+            static = self._prefill_in[rows] = torch.zeros(feed.packed.shape[1:], dtype=torch.long, device=self.device)
+        key = (rows, window)
+        if key not in self.prefill_graphs:
+            self.prefill_graphs[key] = self._capture_prefill(static, feed.identity, window)
+        graph = self.prefill_graphs[key]
+        for c in range(chunks):
+            static.copy_(feed.packed[c].pin_memory(), non_blocking=True)
+            if graph is not None:
+                graph.replay()
+            else:
+                self._call("prefill", self._prefill_fn, *self._unpack(static, feed.identity), window)
 
-    def _prefill_forward(self, ids: torch.Tensor, pos: torch.Tensor, rows: torch.Tensor, window: int | None) -> None:
-        """The prefill's device part: ``[R, T]`` tokens at ``[R, T]`` cache positions of cache rows ``[R]``."""
+    def _unpack(self, packed: torch.Tensor, identity: bool) -> tuple[torch.Tensor, ...]:
+        """``(ids, positions, rows or None, final)`` views of one ``[R, 2T + 2]`` chunk."""
+        columns = (packed.shape[-1] - 2) // 2
+        rows = None if identity else packed[:, -2]
+        return packed[:, :columns], packed[:, columns:2 * columns], rows, packed[:, -1]
+
+    def _prefill_forward(self, ids: torch.Tensor, pos: torch.Tensor, rows: torch.Tensor | None, final: torch.Tensor,
+                         window: int | None) -> None:
+        """The prefill's device part: ``[R, T]`` tokens at ``[R, T]`` cache positions of cache rows
+        ``[R]`` (None: row ``b`` is slot ``b``); rows where ``final[R]`` is nonzero take the last
+        column's logits as their next-token logits, the others keep theirs."""
         trash = self.cache_tokens
         positions = self._positions(window)
         # query j of a row sees the row's cache up to its own position (padding queries: position 0 on)
@@ -193,7 +229,11 @@ class SlotDecoder:
         self.cache.index.rows, self.cache.index.positions, self.cache.index.window = rows, pos, window
         out = self.model(input_ids=ids, attention_mask=mask[:, None], position_ids=seen, past_key_values=self.cache,
                          use_cache=True, logits_to_keep=1)
-        self.logits[rows] = out.logits[:, -1, :]
+        sets = final[:, None] != 0
+        if rows is None:
+            self.logits.copy_(torch.where(sets, out.logits[:, -1, :], self.logits))
+        else:
+            self.logits[rows] = torch.where(sets, out.logits[:, -1, :], self.logits[rows])
 
     def _positions(self, window: int | None) -> torch.Tensor:
         """``[W]`` the positions attention reads (all ``C + 1`` when ``window`` is None)."""
@@ -306,30 +346,48 @@ class SlotDecoder:
                 self.decoding.discard(s)
 
     def _capture(self, window: int | None) -> Any:
-        """Record ``_step`` at ``window`` as a CUDA graph after warm-up steps on a side stream,
-        every slot idle meanwhile (their writes go to the trash position), the state restored
-        after; None (and ``graph_error``) if the step cannot be captured: it then runs eagerly."""
-        if self.graph_error is not None:
-            return None
+        """Record ``_step`` at ``window`` as a CUDA graph (``_record``), every slot idle meanwhile
+        (their writes go to the trash position), the state restored after."""
         buffers = (self.length, self.live, self.step, self.logits, self.tokens, self.logprobs)
         saved = [t.clone() for t in buffers]
         self.live.zero_()
-        graph = None
+        graph = self._record("step", lambda fn: fn(window))
+        for buffer, value in zip(buffers, saved):
+            buffer.copy_(value)
+        return graph
+
+    def _capture_prefill(self, static: torch.Tensor, identity: bool, window: int | None) -> Any:
+        """Record the prefill of the chunk in ``static`` at ``window`` as a CUDA graph (``_record``),
+        on a chunk of padding meanwhile: writes to the trash position, every row's logits kept."""
+        columns = (static.shape[-1] - 2) // 2
+        static[:, :columns] = 0
+        static[:, columns:2 * columns] = self.cache_tokens
+        static[:, -2] = torch.arange(static.shape[0], device=self.device)
+        static[:, -1] = 0
+        return self._record("prefill", lambda fn: fn(*self._unpack(static, identity), window))
+
+    def _record(self, what: str, call: Any) -> Any:
+        """``call(fn)`` (``fn`` the step or the prefill, compiled or not) recorded as a CUDA graph
+        after two warm-up calls on a side stream, in the decoder's one memory pool; None (and
+        ``graph_error``) if it cannot be captured: the decoder then runs eagerly from here on."""
+        if self.graph_error is not None:
+            return None
         try:
             with torch.inference_mode():
                 side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(side):
                     for _ in range(2):
-                        self._call("step", self._step_fn, window)
+                        call(lambda *args: self._call(what, self._step_fn if what == "step" else self._prefill_fn,
+                                                      *args))
                 torch.cuda.current_stream().wait_stream(side)
+                self._pool = self._pool or torch.cuda.graph_pool_handle()
                 graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    self._step_fn(window)
+                with torch.cuda.graph(graph, pool=self._pool):
+                    call(self._step_fn if what == "step" else self._prefill_fn)
+            return graph
         except Exception as exc:  # a model whose step cannot be captured still decodes, eagerly
             torch.cuda.synchronize()
-            graph, self.graph_error = None, f"{type(exc).__name__}: {exc}"
-            log.warning("CUDA-graph capture of the slot decode step failed, decoding eagerly: %s", self.graph_error)
-        for buffer, value in zip(buffers, saved):
-            buffer.copy_(value)
-        return graph
+            self.graph_error = f"{what}: {type(exc).__name__}: {exc}"
+            log.warning("CUDA-graph capture of the slot %s failed, running eagerly: %s", what, self.graph_error)
+            return None

@@ -25,6 +25,10 @@ def test_rollout_benchmark_small_mode_reports_both_paths_with_equal_tokens(tmp_p
     assert engine["ceiling_tokens_per_s"] == pytest.approx(4 / (engine["floor_step_ms"] / 1e3), rel=1e-3)
     assert [(r["slots"], r["floor_cached_tokens"]) for r in engine["floor_grid"]] == [(4, 64), (1, 64)]
     assert all(r["floor_step_ms"] > 0 for r in engine["floor_grid"])
+    # the fixed-shape prefill chunks (CUDA's graphs, eager here) beside each feed at its own shape
+    assert out["prefill_chunks"] == [8, 0] and out["same_tokens_every_prefill"]
+    beside = out["engine_prefill_each"]
+    assert beside["gen_tokens"] == engine["gen_tokens"] and beside["engine_speedup"] > 0
 
 
 def _rollout_module():
@@ -54,6 +58,7 @@ def test_synchronizing_calls_are_counted_by_the_line_that_made_them(monkeypatch)
     assert next(iter(sites)).startswith("test_rollout_benchmark.py:")
 
 
-def test_sync_debug_needs_cuda():
+@pytest.mark.parametrize("flag", ["--sync-debug", "--profile"])
+def test_cuda_diagnostics_need_cuda(flag):
     with pytest.raises(SystemExit):
-        _rollout_module().main(["--sync-debug", "--device", "cpu"])
+        _rollout_module().main([flag, "--device", "cpu"])

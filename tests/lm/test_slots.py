@@ -22,8 +22,40 @@ def _turn(model, history: list[int], seed: int, cap: int) -> list[int]:
 
 
 @pytest.mark.parametrize("window_block", [4, 256])  # attention windows that grow with the sequences; the whole cache
-def test_slots_keep_their_cache_across_turns_and_match_the_per_request_loop(model, window_block):
-    _play_three_turns(model, window_block=window_block)
+@pytest.mark.parametrize("prefill_chunk", [None, 4])  # each feed at its shape; fixed [3, 4] chunks (CUDA's graphs)
+def test_slots_keep_their_cache_across_turns_and_match_the_per_request_loop(model, window_block, prefill_chunk):
+    _play_three_turns(model, window_block=window_block, prefill_chunk=prefill_chunk)
+
+
+def test_fixed_shape_prefill_chunks_padded_with_other_slots_leave_those_slots_untouched(model):
+    """Ten slots in a bucket of 8 rows: a turn's few fed slots are padded with slots that are
+    decoding at that moment (their rows only write to the trash position, their logits kept),
+    and every slot still draws the per-request loop's tokens, turn after turn."""
+    cap, slots = 5, 10
+    decoder = SlotDecoder(model, slots=slots, cache_tokens=120, stop_token_ids=STOPS, max_new_tokens=cap,
+                          temperature=1.0, top_k=5, top_p=0.9, prefill_chunk=3, window_block=8)
+    assert decoder.row_buckets == [8, 10]
+    rng = torch.Generator().manual_seed(1)
+    histories = [[int(t) for t in torch.randint(8, VOCAB, (2 + 3 * s,), generator=rng)] for s in range(slots)]
+    decoder.feed(list(range(slots)), histories, list(range(slots)))  # the bucket of every slot: row b is slot b
+    turns = [0] * slots
+    decoding = set(range(slots))
+    while decoding:
+        decoder.run(1)  # few turns end per sync: feeds of 1-3 slots padded to 8 rows
+        ended = decoder.collect(decoding)
+        for end in ended:
+            s = end.slot
+            assert end.token_ids == _turn(model, histories[s], 100 * turns[s] + s, cap)
+            histories[s] += end.token_ids
+            turns[s] += 1
+            decoding.discard(s)
+        going = [e.slot for e in ended if turns[e.slot] < 3]
+        news = [[int(t) for t in torch.randint(8, VOCAB, (1 + s % 5,), generator=rng)] for s in going]
+        decoder.feed(going, news, [100 * turns[s] + s for s in going])
+        for s, new in zip(going, news):
+            histories[s] += new
+            decoding.add(s)
+    assert decoder.length.tolist() == [len(h) for h in histories] and turns == [3] * slots
 
 
 @pytest.mark.slow

@@ -133,14 +133,16 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
 
 def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_ids: Sequence[int],
                       prefill_tokens: int = 16384, max_batch: int = 128, cache_tokens: int | None = None,
-                      sync_every: int = 8, compile: bool = False,
-                      deterministic_compile: bool = True) -> EpisodeEngine:
+                      sync_every: int = 8, compile: bool = False, deterministic_compile: bool = True,
+                      prefill_chunk: int | None = None) -> EpisodeEngine:
     """The rollout engine (``SlotRollout``) on ``negotiation.lm``'s ``SlotDecoder`` with the
     protocol's seller sampling, on CUDA (decode step replayed as a CUDA graph) and on the CPU
     (the same step, eager): ``max_batch`` slots, each a cache of ``cache_tokens`` positions
     (default the model's context), episodes keep their cache across turns; the host reads the
     slots' state every ``sync_every`` decode steps; ``compile``: the decoder's ``torch.compile``
-    (``deterministic_compile``: in inductor's deterministic mode, ``SlotDecoder``'s)."""
+    (``deterministic_compile``: in inductor's deterministic mode, ``SlotDecoder``'s);
+    ``prefill_chunk``: prefill in fixed-shape chunks of this many columns, each a graph replay on
+    CUDA (0: each feed at its own shape; None: 64 on CUDA, 0 on the CPU, where padding only costs)."""
     try:
         from negotiation.lm import SlotDecoder
     except ImportError as exc:
@@ -154,8 +156,18 @@ def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_id
     decoder = SlotDecoder(model, slots=max_batch, cache_tokens=int(context), stop_token_ids=list(stop_ids),
                           max_new_tokens=sampling.max_tokens, temperature=temperature, top_k=sampling.top_k,
                           top_p=sampling.top_p, prefill_tokens=prefill_tokens, compile=compile,
-                          deterministic_compile=deterministic_compile)
+                          deterministic_compile=deterministic_compile,
+                          prefill_chunk=(_CUDA_PREFILL_CHUNK if _on_cuda(model) else 0) if prefill_chunk is None
+                          else prefill_chunk or None)
     return SlotRollout(decoder, sync_every=sync_every)
+
+
+_CUDA_PREFILL_CHUNK = 64
+"""Columns of a prefill chunk on CUDA: most observations fit one, an opening takes a few dozen."""
+
+
+def _on_cuda(model: Any) -> bool:
+    return next(model.parameters()).device.type == "cuda"
 
 
 def turn_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_ids: Sequence[int],
