@@ -24,12 +24,13 @@ shape, so live and idle slots cost the same), at the attention window of ``--flo
 cached tokens, and the tokens/s ceiling it sets (slots / step seconds): how far the rollout is
 from the device's own speed. ``--prefill-chunks 64,0`` plays the engine once per prefill layout
 (fixed-shape chunks of 64 columns, graph replays on CUDA; 0: each feed at its own shape, launched
-from Python) side by side; ``--profile`` (CUDA) adds the decode step's kernels by device time.
+from Python) side by side, ``--decode-kernels matmul,sdpa`` once per decode attention (batched
+matmuls; the fused kernel); ``--profile`` (CUDA) adds the decode step's kernels by device time.
 
     python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --episodes 128
     python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --engine-only --compile --sync-debug
     python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --engine-only --compile \
-        --prefill-chunks 64,0 --floor-grid --profile
+        --prefill-chunks 64,0 --decode-kernels matmul,sdpa --floor-grid --profile
     python benchmarks/rollout.py --small                              # seconds on the CPU (a test runs it)
 """
 
@@ -154,13 +155,14 @@ def floor_grid(model: Any, tokenizer: Any, sampling: Any, stops: list[int], cont
     for slots in sorted({args.episodes, max(1, args.episodes // 4)}, reverse=True):
         engine = default_generator(model, tokenizer, sampling=sampling, stop_ids=stops, max_batch=slots,
                                    cache_tokens=context, compile=args.compile,
-                                   deterministic_compile=not args.compile_autotune)
+                                   deterministic_compile=not args.compile_autotune,
+                                   matmul_decode=args.decode_kernels.split(",")[0] == "matmul")
         for cached in sorted({min(256, args.floor_tokens), args.floor_tokens}):
             rows.append({"slots": slots, **decode_floor(engine.decoder, cached, args.floor_steps, args.device)})
     return rows
 
 
-def decode_kernels(model: Any, sampling: Any, stops: list[int], context: int, args: argparse.Namespace,
+def decode_profile(model: Any, sampling: Any, stops: list[int], context: int, args: argparse.Namespace,
                    top: int = 12) -> list[dict[str, Any]]:
     """The decode step's CUDA kernels by device time per step (``torch.profiler``), the step run
     without its graph (the kernels are the graph's; launch gaps are not counted): a few kernels
@@ -172,7 +174,8 @@ def decode_kernels(model: Any, sampling: Any, stops: list[int], context: int, ar
     decoder = SlotDecoder(model, slots=args.episodes, cache_tokens=context, stop_token_ids=stops,
                           max_new_tokens=sampling.max_tokens, temperature=sampling.temperature or 1.0,
                           top_k=sampling.top_k, top_p=sampling.top_p, cuda_graph=False, compile=args.compile,
-                          deterministic_compile=not args.compile_autotune)
+                          deterministic_compile=not args.compile_autotune,
+                          matmul_decode=args.decode_kernels.split(",")[0] == "matmul")
     slots = list(range(decoder.slots))
     decoder.feed(slots, [[1] * args.floor_tokens] * len(slots), seeds=slots)
     decoder.run(3)  # compile outside the profile
@@ -186,6 +189,13 @@ def decode_kernels(model: Any, sampling: Any, stops: list[int], context: int, ar
              "calls_per_step": e.count // steps, "share": round(e.self_device_time_total / total, 3)} for e in events[:top]]
     return [{"kernel": "(all kernels)", "ms_per_step": round(total / steps / 1e3, 4),
              "calls_per_step": sum(e.count for e in events) // steps, "share": 1.0}] + rows
+
+
+def variant_name(k: int, kernel0: str, chunk: int, kernel: str) -> str:
+    """``engine`` for the first engine variant, ``engine_prefill_<N|each>`` or ``engine_decode_<kernel>`` beside it."""
+    if k == 0:
+        return "engine"
+    return f"engine_prefill_{chunk or 'each'}" if kernel == kernel0 else f"engine_decode_{kernel}"
 
 
 def timed(fn: Any, device: str) -> tuple[Any, float]:
@@ -218,17 +228,20 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     sampling = Decoding.from_protocol(protocol.sampling.self_served_seller, max_tokens=args.sequences.new_tokens_per_turn)
     context = args.sequences.context_tokens
     chunks = [int(c) for c in str(args.prefill_chunks).split(",")]
-    engines = {("engine" if k == 0 else f"engine_prefill_{c or 'each'}"):
+    kernels = str(args.decode_kernels).split(",")
+    variants = [(c, kernels[0]) for c in chunks] + [(chunks[0], k) for k in kernels[1:]]
+    engines = {variant_name(k, kernels[0], c, d):
                default_generator(model, tokenizer, sampling=sampling, stop_ids=stops, max_batch=args.episodes,
                                  cache_tokens=context, sync_every=args.sync_every, compile=args.compile,
-                                 deterministic_compile=not args.compile_autotune, prefill_chunk=c)
-               for k, c in enumerate(chunks)}
+                                 deterministic_compile=not args.compile_autotune, prefill_chunk=c,
+                                 matmul_decode=d == "matmul")
+               for k, (c, d) in enumerate(variants)}
     counter = {"steps": 0, "row_steps": 0}
     reference = reference_generator(model, tokenizer, sampling, stops, args.episodes, context, counter)
     out: dict[str, Any] = {"size": args.size, "device": args.device, "dtype": args.dtype, "episodes": args.episodes,
                            "new_tokens_per_turn": args.sequences.new_tokens_per_turn, "rollout_turns": args.rollout_turns,
                            "mean_turn": args.mean_turn, "sync_every": args.sync_every, "compile": args.compile,
-                           "prefill_chunks": chunks}
+                           "prefill_chunks": chunks, "decode_kernels": kernels}
     paths = list(engines.items()) + ([] if args.engine_only else [("reference", reference)])
     for name, generate in paths:
         play(protocol, tokenizer, model, generate, stops, args)  # warm-up: allocation, graph capture
@@ -251,7 +264,7 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             if args.floor_grid:
                 row["floor_grid"] = floor_grid(model, tokenizer, sampling, stops, context, args)
             if args.profile:
-                row["decode_kernels"] = decode_kernels(model, sampling, stops, context, args)
+                row["decode_profile"] = decode_profile(model, sampling, stops, context, args)
         elif name == "reference":
             row.update(decode_steps=counter["steps"], live_share=round(tokens / max(1, counter["row_steps"]), 3))
         if name == "engine" and args.sync_debug:  # an extra, untimed play: the debug mode slows every op
@@ -286,6 +299,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--prefill-chunks", default="64",
                    help="comma list: the engine once per prefill layout (N: fixed chunks of N columns, CUDA "
                         "only; 0: each feed at its shape); the first is 'engine', the others beside it")
+    p.add_argument("--decode-kernels", default="matmul", choices=None,
+                   help="comma list of the decode step's attention (matmul, sdpa: the fused kernel), beside each other")
     p.add_argument("--profile", action="store_true", help="(cuda) the decode step's kernels by device time")
     p.add_argument("--compile", action="store_true", help="torch.compile the engine's decode step and prefill")
     p.add_argument("--compile-autotune", action="store_true",
@@ -296,12 +311,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                    help="lm_xs in float64, 4 episodes, 24-token turns, 3 turns: seconds on the CPU, tokens exactly equal")
     p.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = p.parse_args(argv)
+    if not set(args.decode_kernels.split(",")) <= {"matmul", "sdpa"}:
+        p.error(f"--decode-kernels {args.decode_kernels}: each is matmul or sdpa")
     if (args.sync_debug or args.profile) and args.device != "cuda":
         p.error("--sync-debug and --profile need --device cuda")
     if args.small:
         args.size, args.episodes, args.new_tokens, args.rollout_turns, args.mean_turn = "lm_xs", 4, 24, 3, 12
         args.floor_tokens, args.floor_steps, args.floor_grid = 64, 4, True
         args.prefill_chunks = "8,0"  # the fixed-shape layout beside each feed's own, eagerly
+        args.decode_kernels = "matmul,sdpa"  # the same on the CPU (its decode always runs SDPA): the plumbing
         args.dtype = "float64"  # both paths then sample the same tokens exactly (same_tokens)
     import torch
 

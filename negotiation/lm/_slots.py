@@ -56,7 +56,9 @@ def compile_options(deterministic: bool = True) -> dict[str, Any]:
     has one) unless ``deterministic`` is False. Otherwise inductor picks some kernels'
     configurations by timing them on the device, and one that reduces in another order rounds
     differently: two processes compiling the same model (a run and its frozen control sharing a
-    GPU) then sample different tokens from identical weights, which pairing them must rule out."""
+    GPU) then sample different tokens from identical weights, which pairing them must rule out.
+    It is not the only source: with it, such a pair on one H100 still read step-1 training rewards
+    0.385 and 0.397 (docs/results/lm-gpu-2026-12-05-eve/), while one process repeats itself."""
     import torch._inductor.config as inductor
 
     return {"deterministic": True} if deterministic and hasattr(inductor, "deterministic") else {}
@@ -84,19 +86,22 @@ class SlotDecoder:
         deterministic_compile: compile in inductor's deterministic mode (``compile_options``);
             False lets inductor time kernel configurations on the device (faster kernels perhaps,
             but not the same tokens from one process to the next).
+        matmul_decode: CUDA decode steps attend through two batched matmuls (``_slot_attention``);
+            False: through the fused memory-efficient kernel, as prefills do.
     """
 
     def __init__(self, model: Any, *, slots: int, cache_tokens: int, stop_token_ids: Sequence[int],
                  max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
                  top_p: float | None = None, prefill_tokens: int = 16384, prefill_chunk: int | None = None,
                  cuda_graph: bool = True, window_block: int = 256, compile: bool = False,
-                 deterministic_compile: bool = True):
+                 deterministic_compile: bool = True, matmul_decode: bool = True):
         if slots < 1 or cache_tokens < 2 or max_new_tokens < 1 or not stop_token_ids:
             raise ValueError("SlotDecoder: needs slots >= 1, cache_tokens >= 2, max_new_tokens >= 1, a stop token")
         self.model, self.slots, self.cache_tokens = model, int(slots), int(cache_tokens)
         self.max_new_tokens, self.prefill_tokens = int(max_new_tokens), int(prefill_tokens)
         self.prefill_chunk = None if prefill_chunk is None else max(1, int(prefill_chunk))
         self.window_block = max(1, int(window_block))
+        self.matmul_decode = bool(matmul_decode)
         param = next(model.parameters())
         self.device, dtype = param.device, param.dtype
         b, dev = self.slots, self.device
@@ -164,7 +169,7 @@ class SlotDecoder:
             if not ids or n + len(ids) > self.cache_tokens:
                 raise ValueError(f"slot {s}: {n} cached + {len(ids)} new tokens do not fit {self.cache_tokens}")
         trash = self.cache_tokens
-        with slot_attention(self.model):
+        with slot_attention(self.model, self.matmul_decode):
             if self.prefill_chunk is not None:
                 bucket = next(r for r in self.row_buckets if r >= len(slots))
                 self._prefill(chunk_feed(slots, token_ids, lengths, chunk=self.prefill_chunk, bucket=bucket,
@@ -307,7 +312,7 @@ class SlotDecoder:
     def run(self, steps: int) -> None:
         """Advance every slot ``steps`` decode steps (CUDA: graph replays, queued without a sync)."""
         window = self._decode_window(steps)
-        with slot_attention(self.model):
+        with slot_attention(self.model, self.matmul_decode):
             if self._use_graphs and window not in self.graphs:
                 self.graphs[window] = self._capture(window)
             graph = self.graphs.get(window)

@@ -48,3 +48,21 @@ def test_a_missing_mask_is_refused():
     q = torch.zeros(1, 2, 1, 4)
     with pytest.raises(ValueError, match="explicit mask"):
         _grouped_sdpa(None, q, q[:, :1], q[:, :1], None)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_matmul_attention_is_sdpa_under_a_mask(groups):
+    """The decode step's two batched matmuls around a masked softmax (CUDA's decode path) give
+    SDPA's result in float64, for grouped queries folded onto their key-value head too."""
+    from negotiation.lm._slot_attention import matmul_attention
+
+    g = torch.Generator().manual_seed(3)
+    batch, kv_heads, window, dim = 3, 2, 9, 8
+    query = torch.randn(batch, kv_heads, groups, dim, generator=g, dtype=torch.float64)
+    key, value = (torch.randn(batch, kv_heads, window, dim, generator=g, dtype=torch.float64) for _ in range(2))
+    lengths = torch.tensor([0, 4, 8])  # each row sees its cache up to its own length (position 0 at least)
+    mask = (torch.arange(window)[None, :] <= lengths[:, None])[:, None, None, :].expand(-1, 1, groups, -1)
+    expected = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=0.3)
+    assert torch.allclose(matmul_attention(query, key, value, mask, 0.3), expected, atol=1e-12)
+    default = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask)
+    assert torch.allclose(matmul_attention(query, key, value, mask), default, atol=1e-12)

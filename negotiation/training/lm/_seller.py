@@ -134,7 +134,7 @@ def load_seller(folder: Path, cfg: LmTrainConfig, factory: GeneratorFactory | No
 def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_ids: Sequence[int],
                       prefill_tokens: int = 16384, max_batch: int = 128, cache_tokens: int | None = None,
                       sync_every: int = 8, compile: bool = False, deterministic_compile: bool = True,
-                      prefill_chunk: int | None = None) -> EpisodeEngine:
+                      prefill_chunk: int | None = None, matmul_decode: bool = True) -> EpisodeEngine:
     """The rollout engine (``SlotRollout``) on ``negotiation.lm``'s ``SlotDecoder`` with the
     protocol's seller sampling, on CUDA (decode step replayed as a CUDA graph) and on the CPU
     (the same step, eager): ``max_batch`` slots, each a cache of ``cache_tokens`` positions
@@ -142,7 +142,8 @@ def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_id
     slots' state every ``sync_every`` decode steps; ``compile``: the decoder's ``torch.compile``
     (``deterministic_compile``: in inductor's deterministic mode, ``SlotDecoder``'s);
     ``prefill_chunk``: prefill in fixed-shape chunks of this many columns, each a graph replay on
-    CUDA (0: each feed at its own shape; None: 64 on CUDA, 0 on the CPU, where padding only costs)."""
+    CUDA (0: each feed at its own shape; None: 64 on CUDA, 0 on the CPU, where padding only costs);
+    ``matmul_decode``: CUDA decode steps attend through batched matmuls (``SlotDecoder``'s)."""
     try:
         from negotiation.lm import SlotDecoder
     except ImportError as exc:
@@ -158,7 +159,7 @@ def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_id
                           top_p=sampling.top_p, prefill_tokens=prefill_tokens, compile=compile,
                           deterministic_compile=deterministic_compile,
                           prefill_chunk=(_CUDA_PREFILL_CHUNK if _on_cuda(model) else 0) if prefill_chunk is None
-                          else prefill_chunk or None)
+                          else prefill_chunk or None, matmul_decode=matmul_decode)
     return SlotRollout(decoder, sync_every=sync_every)
 
 
