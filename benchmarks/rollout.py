@@ -198,6 +198,13 @@ def variant_name(k: int, kernel0: str, chunk: int, kernel: str) -> str:
     return f"engine_prefill_{chunk or 'each'}" if kernel == kernel0 else f"engine_decode_{kernel}"
 
 
+def save(out: dict[str, Any], args: argparse.Namespace, key: str) -> None:
+    """The figures so far, to ``--out``, and ``out[key]`` as a line to stderr (a run cut short keeps them)."""
+    if args.out:
+        args.out.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    print(f"{key}: {json.dumps(out[key])[:300]}", file=sys.stderr, flush=True)
+
+
 def timed(fn: Any, device: str) -> tuple[Any, float]:
     import torch
 
@@ -243,6 +250,7 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                            "mean_turn": args.mean_turn, "sync_every": args.sync_every, "compile": args.compile,
                            "prefill_chunks": chunks, "decode_kernels": kernels}
     paths = list(engines.items()) + ([] if args.engine_only else [("reference", reference)])
+    ids: dict[str, Any] = {}
     for name, generate in paths:
         play(protocol, tokenizer, model, generate, stops, args)  # warm-up: allocation, graph capture
         counter.update(steps=0, row_steps=0)
@@ -259,23 +267,25 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                        compile_error=engine.decoder.compile_error)
             if name != "engine":
                 row["engine_speedup"] = round(out["engine"]["tokens_per_s"] / row["tokens_per_s"], 2)
-        if name == "engine":
-            row.update(decode_floor(engine.decoder, args.floor_tokens, args.floor_steps, args.device))
-            if args.floor_grid:
-                row["floor_grid"] = floor_grid(model, tokenizer, sampling, stops, context, args)
-            if args.profile:
-                row["decode_profile"] = decode_profile(model, sampling, stops, context, args)
         elif name == "reference":
             row.update(decode_steps=counter["steps"], live_share=round(tokens / max(1, counter["row_steps"]), 3))
         if name == "engine" and args.sync_debug:  # an extra, untimed play: the debug mode slows every op
             row["sync_sites"] = synchronizing_calls(lambda: play(protocol, tokenizer, model, generate, stops, args))[1]
-        out[name] = row
-        out[name + "_ids"] = ep.ids
-    ids = {name: out.pop(name + "_ids") for name, _ in paths}
+        out[name], ids[name] = row, ep.ids
+        save(out, args, name)
     if not args.engine_only:
         out["same_tokens"] = ids["engine"] == ids["reference"]
     if args.small and len(engines) > 1:  # float64 on the CPU: every prefill layout draws the same tokens
         out["same_tokens_every_prefill"] = all(ids[name] == ids["engine"] for name in engines)
+    # the device floor and profile after every play: a call cut by its time limit keeps the side-by-side
+    first = out["engine"]
+    first.update(decode_floor(engines["engine"].decoder, args.floor_tokens, args.floor_steps, args.device))
+    save(out, args, "engine")
+    if args.floor_grid:
+        first["floor_grid"] = floor_grid(model, tokenizer, sampling, stops, context, args)
+        save(out, args, "engine")
+    if args.profile:
+        first["decode_profile"] = decode_profile(model, sampling, stops, context, args)
     return out
 
 
