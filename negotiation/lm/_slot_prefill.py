@@ -18,11 +18,11 @@ their logits. At the bucket of every slot, batch row ``b`` is slot ``b`` (no gat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 
-__all__ = ["ChunkedFeed", "chunk_feed", "row_buckets"]
+__all__ = ["ChunkedFeed", "ChunkedPrefill", "chunk_feed", "row_buckets"]
 
 
 def row_buckets(slots: int, smallest: int = 8) -> list[int]:
@@ -89,3 +89,79 @@ def chunk_feed(slots: Sequence[int], token_ids: Sequence[Sequence[int]], lengths
     packed[-1, :, -1] = final
     longest = max(n + len(new) for new, n in zip(token_ids, lengths))
     return ChunkedFeed(packed, identity, longest)
+
+
+class ChunkedPrefill:
+    """``SlotDecoder``'s prefill, one ``ChunkedFeed`` at a time: the decoder's model, slot cache,
+    ``logits``, ``cache_tokens``, ``prefill_chunk``, its graph bookkeeping (``prefill_graphs``,
+    ``_prefill_in``, ``_use_graphs``, ``_record``) and its compile fallback (``_call``,
+    ``_prefill_fn``) are the decoder's (``_slots.py``)."""
+
+    model: Any
+    cache: Any
+    logits: torch.Tensor
+    cache_tokens: int
+    prefill_chunk: int | None
+    prefill_graphs: dict[tuple[int, int | None], Any]
+    _prefill_in: dict[int, torch.Tensor]
+    _use_graphs: bool
+    _prefill_fn: Any
+    device: torch.device
+
+    def _prefill(self, feed: ChunkedFeed) -> None:
+        """Forward each chunk of ``feed`` in turn (its last sets the fed slots' next-token logits):
+        a graph replay per chunk when the chunks have a fixed shape on CUDA, else one call each."""
+        window, (chunks, rows, _) = self._window(feed.longest), feed.packed.shape
+        if self.prefill_chunk is None or not self._use_graphs:
+            packed = self._to_device(feed.packed)
+            for c in range(chunks):
+                self._call("prefill", self._prefill_fn, *self._unpack(packed[c], feed.identity), window)
+            return
+        static = self._prefill_in.get(rows)
+        if static is None:
+            static = self._prefill_in[rows] = torch.zeros(feed.packed.shape[1:], dtype=torch.long, device=self.device)
+        key = (rows, window)
+        if key not in self.prefill_graphs:
+            self.prefill_graphs[key] = self._capture_prefill(static, feed.identity, window)
+        graph = self.prefill_graphs[key]
+        for c in range(chunks):
+            static.copy_(feed.packed[c].pin_memory(), non_blocking=True)
+            if graph is not None:
+                graph.replay()
+            else:
+                self._call("prefill", self._prefill_fn, *self._unpack(static, feed.identity), window)
+
+    def _unpack(self, packed: torch.Tensor, identity: bool) -> tuple[torch.Tensor, ...]:
+        """``(ids, positions, rows or None, final)`` views of one ``[R, 2T + 2]`` chunk."""
+        columns = (packed.shape[-1] - 2) // 2
+        rows = None if identity else packed[:, -2]
+        return packed[:, :columns], packed[:, columns:2 * columns], rows, packed[:, -1]
+
+    def _prefill_forward(self, ids: torch.Tensor, pos: torch.Tensor, rows: torch.Tensor | None, final: torch.Tensor,
+                         window: int | None) -> None:
+        """The prefill's device part: ``[R, T]`` tokens at ``[R, T]`` cache positions of cache rows
+        ``[R]`` (None: row ``b`` is slot ``b``); rows where ``final[R]`` is nonzero take the last
+        column's logits as their next-token logits, the others keep theirs."""
+        trash = self.cache_tokens
+        positions = self._positions(window)
+        # query j of a row sees the row's cache up to its own position (padding queries: position 0 on)
+        seen = torch.where(pos == trash, 0, pos)
+        mask = (positions[None, None, :] <= seen[:, :, None]) & (positions < trash)
+        self.cache.index.rows, self.cache.index.positions, self.cache.index.window = rows, pos, window
+        out = self.model(input_ids=ids, attention_mask=mask[:, None], position_ids=seen, past_key_values=self.cache,
+                         use_cache=True, logits_to_keep=1)
+        sets = final[:, None] != 0
+        if rows is None:
+            self.logits.copy_(torch.where(sets, out.logits[:, -1, :], self.logits))
+        else:
+            self.logits[rows] = torch.where(sets, out.logits[:, -1, :], self.logits[rows])
+
+    def _capture_prefill(self, static: torch.Tensor, identity: bool, window: int | None) -> Any:
+        """Record the prefill of the chunk in ``static`` at ``window`` as a CUDA graph (``_record``),
+        on a chunk of padding meanwhile: writes to the trash position, every row's logits kept."""
+        columns = (static.shape[-1] - 2) // 2
+        static[:, :columns] = 0
+        static[:, columns:2 * columns] = self.cache_tokens
+        static[:, -2] = torch.arange(static.shape[0], device=self.device)
+        static[:, -1] = 0
+        return self._record("prefill", lambda fn: fn(*self._unpack(static, identity), window))

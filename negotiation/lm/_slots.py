@@ -17,7 +17,8 @@ first ``W`` positions, ``W`` a multiple of ``window_block`` just above the longe
 next steps can reach (the host bounds it from the lengths it fed and the steps it queued, without
 reading the device), so a step costs what the batch holds, not what the cache could. On CUDA the
 step is captured as a CUDA graph per window and ``run(K)`` replays it ``K`` times (launches are
-asynchronous: the host is free meanwhile); on the CPU the same step runs eagerly. Draws do not depend on which slots share the
+asynchronous: the host is free meanwhile), and with ``prefill_chunk`` each prefill chunk too
+(``_slot_prefill``); on the CPU the same step runs eagerly. Draws do not depend on which slots share the
 batch, so a sequence gets the tokens of a per-request loop (exactly in float64).
 """
 
@@ -30,9 +31,10 @@ from typing import Any, Sequence
 import torch
 
 from negotiation.lm._sampling import sample_tokens
+from negotiation.lm._cuda_graph import record_graph
 from negotiation.lm._slot_attention import slot_attention
 from negotiation.lm._slot_cache import slot_cache
-from negotiation.lm._slot_prefill import ChunkedFeed, chunk_feed, row_buckets
+from negotiation.lm._slot_prefill import ChunkedPrefill, chunk_feed, row_buckets
 
 __all__ = ["SlotDecoder", "TurnEnd"]
 
@@ -64,7 +66,7 @@ def compile_options(deterministic: bool = True) -> dict[str, Any]:
     return {"deterministic": True} if deterministic and hasattr(inductor, "deterministic") else {}
 
 
-class SlotDecoder:
+class SlotDecoder(ChunkedPrefill):
     """``B`` slots decoding turns continuously with one fixed-shape step.
 
     Args:
@@ -192,54 +194,6 @@ class SlotDecoder:
             self.fed_at[s] = self.decode_steps
             self.decoding.add(s)
 
-    def _prefill(self, feed: ChunkedFeed) -> None:
-        """Forward each chunk of ``feed`` in turn (its last sets the fed slots' next-token logits):
-        a graph replay per chunk when the chunks have a fixed shape on CUDA, else one call each."""
-        window, (chunks, rows, _) = self._window(feed.longest), feed.packed.shape
-        if self.prefill_chunk is None or not self._use_graphs:
-            packed = self._to_device(feed.packed)
-            for c in range(chunks):
-                self._call("prefill", self._prefill_fn, *self._unpack(packed[c], feed.identity), window)
-            return
-        static = self._prefill_in.get(rows)
-        if static is None:
-            static = self._prefill_in[rows] = torch.zeros(feed.packed.shape[1:], dtype=torch.long, device=self.device)
-        key = (rows, window)
-        if key not in self.prefill_graphs:
-            self.prefill_graphs[key] = self._capture_prefill(static, feed.identity, window)
-        graph = self.prefill_graphs[key]
-        for c in range(chunks):
-            static.copy_(feed.packed[c].pin_memory(), non_blocking=True)
-            if graph is not None:
-                graph.replay()
-            else:
-                self._call("prefill", self._prefill_fn, *self._unpack(static, feed.identity), window)
-
-    def _unpack(self, packed: torch.Tensor, identity: bool) -> tuple[torch.Tensor, ...]:
-        """``(ids, positions, rows or None, final)`` views of one ``[R, 2T + 2]`` chunk."""
-        columns = (packed.shape[-1] - 2) // 2
-        rows = None if identity else packed[:, -2]
-        return packed[:, :columns], packed[:, columns:2 * columns], rows, packed[:, -1]
-
-    def _prefill_forward(self, ids: torch.Tensor, pos: torch.Tensor, rows: torch.Tensor | None, final: torch.Tensor,
-                         window: int | None) -> None:
-        """The prefill's device part: ``[R, T]`` tokens at ``[R, T]`` cache positions of cache rows
-        ``[R]`` (None: row ``b`` is slot ``b``); rows where ``final[R]`` is nonzero take the last
-        column's logits as their next-token logits, the others keep theirs."""
-        trash = self.cache_tokens
-        positions = self._positions(window)
-        # query j of a row sees the row's cache up to its own position (padding queries: position 0 on)
-        seen = torch.where(pos == trash, 0, pos)
-        mask = (positions[None, None, :] <= seen[:, :, None]) & (positions < trash)
-        self.cache.index.rows, self.cache.index.positions, self.cache.index.window = rows, pos, window
-        out = self.model(input_ids=ids, attention_mask=mask[:, None], position_ids=seen, past_key_values=self.cache,
-                         use_cache=True, logits_to_keep=1)
-        sets = final[:, None] != 0
-        if rows is None:
-            self.logits.copy_(torch.where(sets, out.logits[:, -1, :], self.logits))
-        else:
-            self.logits[rows] = torch.where(sets, out.logits[:, -1, :], self.logits[rows])
-
     def _positions(self, window: int | None) -> torch.Tensor:
         """``[W]`` the positions attention reads (all ``C + 1`` when ``window`` is None)."""
         return self.positions if window is None else self.positions.narrow(0, 0, window)
@@ -361,36 +315,21 @@ class SlotDecoder:
             buffer.copy_(value)
         return graph
 
-    def _capture_prefill(self, static: torch.Tensor, identity: bool, window: int | None) -> Any:
-        """Record the prefill of the chunk in ``static`` at ``window`` as a CUDA graph (``_record``),
-        on a chunk of padding meanwhile: writes to the trash position, every row's logits kept."""
-        columns = (static.shape[-1] - 2) // 2
-        static[:, :columns] = 0
-        static[:, columns:2 * columns] = self.cache_tokens
-        static[:, -2] = torch.arange(static.shape[0], device=self.device)
-        static[:, -1] = 0
-        return self._record("prefill", lambda fn: fn(*self._unpack(static, identity), window))
-
     def _record(self, what: str, call: Any) -> Any:
         """``call(fn)`` (``fn`` the step or the prefill, compiled or not) recorded as a CUDA graph
         after two warm-up calls on a side stream, in the decoder's one memory pool; None (and
         ``graph_error``) if it cannot be captured: the decoder then runs eagerly from here on."""
         if self.graph_error is not None:
             return None
+
+        def current() -> Any:  # read at each call: a warm-up whose compile failed leaves the eager function
+            return self._step_fn if what == "step" else self._prefill_fn
+
         try:
             with torch.inference_mode():
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    for _ in range(2):
-                        call(lambda *args: self._call(what, self._step_fn if what == "step" else self._prefill_fn,
-                                                      *args))
-                torch.cuda.current_stream().wait_stream(side)
                 self._pool = self._pool or torch.cuda.graph_pool_handle()
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, pool=self._pool):
-                    call(self._step_fn if what == "step" else self._prefill_fn)
-            return graph
+                return record_graph(lambda: call(current()), pool=self._pool,
+                                    warm=lambda: call(lambda *args: self._call(what, current(), *args)))[0]
         except Exception as exc:  # a model whose step cannot be captured still decodes, eagerly
             torch.cuda.synchronize()
             self.graph_error = f"{what}: {type(exc).__name__}: {exc}"

@@ -34,6 +34,7 @@ from typing import Any, Sequence
 
 import torch
 
+from negotiation.lm._cuda_graph import record_graph
 from negotiation.lm._generate import (
     BatchGenerator, ContextTooLongError, Generation, GenerationRequest, _assemble, _RowParams, left_pad,
 )
@@ -179,16 +180,7 @@ class StaticBatchGenerator(BatchGenerator):
     def _capture(self, buf: _Buffers) -> None:
         """Record the decode forward as a CUDA graph (after two eager warm-up steps on a side stream)."""
         try:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(2):
-                    self._forward(buf)
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                buf.logits = self._forward(buf)
-            buf.graph = graph
+            buf.graph, buf.logits = record_graph(lambda: self._forward(buf))
         except Exception as exc:  # a model whose forward cannot be captured still generates, eagerly
             torch.cuda.synchronize()
             self.graph_error = f"{type(exc).__name__}: {exc}"
