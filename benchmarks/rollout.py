@@ -275,8 +275,8 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         save(out, args, name)
     if not args.engine_only:
         out["same_tokens"] = ids["engine"] == ids["reference"]
-    if args.small and len(engines) > 1:  # float64 on the CPU: every prefill layout draws the same tokens
-        out["same_tokens_every_prefill"] = all(ids[name] == ids["engine"] for name in engines)
+    if args.small and len(engines) > 1:  # float64 on the CPU: every engine variant draws the same tokens
+        out["same_tokens_every_engine"] = all(ids[name] == ids["engine"] for name in engines)
     # the device floor and profile after every play: a call cut by its time limit keeps the side-by-side
     first = out["engine"]
     first.update(decode_floor(engines["engine"].decoder, args.floor_tokens, args.floor_steps, args.device))
@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--prefill-chunks", default="64",
                    help="comma list: the engine once per prefill layout (N: fixed chunks of N columns, CUDA "
                         "only; 0: each feed at its shape); the first is 'engine', the others beside it")
-    p.add_argument("--decode-kernels", default="matmul", choices=None,
+    p.add_argument("--decode-kernels", default="matmul",
                    help="comma list of the decode step's attention (matmul, sdpa: the fused kernel), beside each other")
     p.add_argument("--profile", action="store_true", help="(cuda) the decode step's kernels by device time")
     p.add_argument("--compile", action="store_true", help="torch.compile the engine's decode step and prefill")

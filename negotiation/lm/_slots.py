@@ -30,8 +30,8 @@ from typing import Any, Sequence
 
 import torch
 
-from negotiation.lm._sampling import sample_tokens
 from negotiation.lm._cuda_graph import record_graph
+from negotiation.lm._sampling import sample_tokens
 from negotiation.lm._slot_attention import slot_attention
 from negotiation.lm._slot_cache import slot_cache
 from negotiation.lm._slot_prefill import ChunkedPrefill, chunk_feed, row_buckets
@@ -101,7 +101,9 @@ class SlotDecoder(ChunkedPrefill):
             raise ValueError("SlotDecoder: needs slots >= 1, cache_tokens >= 2, max_new_tokens >= 1, a stop token")
         self.model, self.slots, self.cache_tokens = model, int(slots), int(cache_tokens)
         self.max_new_tokens, self.prefill_tokens = int(max_new_tokens), int(prefill_tokens)
-        self.prefill_chunk = None if prefill_chunk is None else max(1, int(prefill_chunk))
+        if prefill_chunk is not None and prefill_chunk < 1:
+            raise ValueError(f"SlotDecoder: prefill_chunk={prefill_chunk}: columns per chunk (>= 1), or None")
+        self.prefill_chunk = prefill_chunk
         self.window_block = max(1, int(window_block))
         self.matmul_decode = bool(matmul_decode)
         param = next(model.parameters())

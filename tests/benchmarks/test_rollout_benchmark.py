@@ -26,7 +26,7 @@ def test_rollout_benchmark_small_mode_reports_both_paths_with_equal_tokens(tmp_p
     assert [(r["slots"], r["floor_cached_tokens"]) for r in engine["floor_grid"]] == [(4, 64), (1, 64)]
     assert all(r["floor_step_ms"] > 0 for r in engine["floor_grid"])
     # the fixed-shape prefill chunks (CUDA's graphs, eager here) beside each feed at its own shape
-    assert out["prefill_chunks"] == [8, 0] and out["same_tokens_every_prefill"]
+    assert out["prefill_chunks"] == [8, 0] and out["same_tokens_every_engine"]
     beside = out["engine_prefill_each"]
     assert beside["gen_tokens"] == engine["gen_tokens"] and beside["engine_speedup"] > 0
 

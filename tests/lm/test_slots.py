@@ -134,3 +134,8 @@ def test_the_step_and_prefill_compile_in_inductors_deterministic_mode_unless_tol
     expected = {"deterministic": True} if deterministic and hasattr(inductor, "deterministic") else {}
     assert calls == [{"options": expected}] * 2
     assert hasattr(inductor, "deterministic")  # this torch has the mode: the option is really passed
+
+
+def test_a_prefill_chunk_below_one_column_is_refused(model):
+    with pytest.raises(ValueError, match="prefill_chunk=0"):
+        SlotDecoder(model, slots=1, cache_tokens=8, stop_token_ids=STOPS, max_new_tokens=2, prefill_chunk=0)

@@ -154,12 +154,13 @@ def default_generator(model: Any, tokenizer: Any, *, sampling: Decoding, stop_id
     if not context:
         raise ConfigError("default_generator: the model config has no max_position_embeddings; give cache_tokens")
     temperature = 1.0 if sampling.temperature is None else sampling.temperature
+    if prefill_chunk is None:
+        prefill_chunk = _CUDA_PREFILL_CHUNK if _on_cuda(model) else 0
     decoder = SlotDecoder(model, slots=max_batch, cache_tokens=int(context), stop_token_ids=list(stop_ids),
                           max_new_tokens=sampling.max_tokens, temperature=temperature, top_k=sampling.top_k,
                           top_p=sampling.top_p, prefill_tokens=prefill_tokens, compile=compile,
-                          deterministic_compile=deterministic_compile,
-                          prefill_chunk=(_CUDA_PREFILL_CHUNK if _on_cuda(model) else 0) if prefill_chunk is None
-                          else prefill_chunk or None, matmul_decode=matmul_decode)
+                          deterministic_compile=deterministic_compile, prefill_chunk=prefill_chunk or None,
+                          matmul_decode=matmul_decode)
     return SlotRollout(decoder, sync_every=sync_every)
 
 

@@ -145,3 +145,13 @@ def test_the_trainers_engine_has_one_slot_per_episode_of_a_step_whatever_the_val
                         runtime=LmRuntime(micro_batch_tokens=4096))
     engine = load_seller(base, cfg, None)[2]
     assert isinstance(engine, SlotRollout) and engine.decoder.slots == 6  # tiny_protocol's episodes_per_step
+
+
+@pytest.mark.parametrize("asked,used", [(None, None), (0, None), (8, 8)])
+def test_the_cpu_engine_prefills_each_feed_at_its_shape_unless_given_a_chunk(setup, asked, used):
+    """Fixed-shape prefill chunks are CUDA's (graph replays); on the CPU the default keeps each
+    feed's own shape, so CPU runs prefill as they did, and an explicit chunk is honoured."""
+    folder, tok, _, stops, _ = setup
+    engine = default_generator(_llama(folder, torch.float32), tok, sampling=SAMPLING, stop_ids=stops, max_batch=2,
+                               cache_tokens=256, prefill_chunk=asked)
+    assert engine.decoder.prefill_chunk == used
