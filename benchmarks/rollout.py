@@ -156,7 +156,7 @@ def floor_grid(model: Any, tokenizer: Any, sampling: Any, stops: list[int], cont
         engine = default_generator(model, tokenizer, sampling=sampling, stop_ids=stops, max_batch=slots,
                                    cache_tokens=context, compile=args.compile,
                                    deterministic_compile=not args.compile_autotune,
-                                   matmul_decode=args.decode_kernels.split(",")[0] == "matmul")
+                                   matmul_decode=args.decode_kernels[0] == "matmul")
         for cached in sorted({min(256, args.floor_tokens), args.floor_tokens}):
             rows.append({"slots": slots, **decode_floor(engine.decoder, cached, args.floor_steps, args.device)})
     return rows
@@ -175,7 +175,7 @@ def decode_profile(model: Any, sampling: Any, stops: list[int], context: int, ar
                           max_new_tokens=sampling.max_tokens, temperature=sampling.temperature or 1.0,
                           top_k=sampling.top_k, top_p=sampling.top_p, cuda_graph=False, compile=args.compile,
                           deterministic_compile=not args.compile_autotune,
-                          matmul_decode=args.decode_kernels.split(",")[0] == "matmul")
+                          matmul_decode=args.decode_kernels[0] == "matmul")
     slots = list(range(decoder.slots))
     decoder.feed(slots, [[1] * args.floor_tokens] * len(slots), seeds=slots)
     decoder.run(3)  # compile outside the profile
@@ -234,8 +234,7 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         stops += [t for t in range(len(tokenizer)) if t % args.mean_turn == 0 and t not in stops]
     sampling = Decoding.from_protocol(protocol.sampling.self_served_seller, max_tokens=args.sequences.new_tokens_per_turn)
     context = args.sequences.context_tokens
-    chunks = [int(c) for c in str(args.prefill_chunks).split(",")]
-    kernels = str(args.decode_kernels).split(",")
+    chunks, kernels = args.prefill_chunks, args.decode_kernels
     variants = [(c, kernels[0]) for c in chunks] + [(chunks[0], k) for k in kernels[1:]]
     engines = {variant_name(k, kernels[0], c, d):
                default_generator(model, tokenizer, sampling=sampling, stop_ids=stops, max_batch=args.episodes,
@@ -331,6 +330,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.prefill_chunks = "8,0"  # the fixed-shape layout beside each feed's own, eagerly
         args.decode_kernels = "matmul,sdpa"  # the same on the CPU (its decode always runs SDPA): the plumbing
         args.dtype = "float64"  # both paths then sample the same tokens exactly (same_tokens)
+    args.prefill_chunks = [int(c) for c in args.prefill_chunks.split(",")]  # parsed once, read as lists
+    args.decode_kernels = args.decode_kernels.split(",")
     import torch
 
     if args.threads:

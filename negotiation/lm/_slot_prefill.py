@@ -48,7 +48,12 @@ class ChunkedFeed:
 
     @property
     def columns(self) -> int:
-        return (self.packed.shape[-1] - 2) // 2
+        return _columns(self.packed)
+
+
+def _columns(packed: torch.Tensor) -> int:
+    """``T`` of a packed chunk (or chunks): its last dimension is ``2T + 2``."""
+    return (packed.shape[-1] - 2) // 2
 
 
 def chunk_feed(slots: Sequence[int], token_ids: Sequence[Sequence[int]], lengths: Sequence[int], *,
@@ -117,6 +122,7 @@ class ChunkedPrefill:
             for c in range(chunks):
                 self._call("prefill", self._prefill_fn, *self._unpack(packed[c], feed.identity), window)
             return
+        packed = feed.packed.pin_memory()  # one pinned copy; each chunk's upload reads its slice
         static = self._prefill_in.get(rows)
         if static is None:
             static = self._prefill_in[rows] = torch.zeros(feed.packed.shape[1:], dtype=torch.long, device=self.device)
@@ -125,7 +131,7 @@ class ChunkedPrefill:
             self.prefill_graphs[key] = self._capture_prefill(static, feed.identity, window)
         graph = self.prefill_graphs[key]
         for c in range(chunks):
-            static.copy_(feed.packed[c].pin_memory(), non_blocking=True)
+            static.copy_(packed[c], non_blocking=True)
             if graph is not None:
                 graph.replay()
             else:
@@ -133,7 +139,7 @@ class ChunkedPrefill:
 
     def _unpack(self, packed: torch.Tensor, identity: bool) -> tuple[torch.Tensor, ...]:
         """``(ids, positions, rows or None, final)`` views of one ``[R, 2T + 2]`` chunk."""
-        columns = (packed.shape[-1] - 2) // 2
+        columns = _columns(packed)
         rows = None if identity else packed[:, -2]
         return packed[:, :columns], packed[:, columns:2 * columns], rows, packed[:, -1]
 
@@ -159,9 +165,9 @@ class ChunkedPrefill:
     def _capture_prefill(self, static: torch.Tensor, identity: bool, window: int | None) -> Any:
         """Record the prefill of the chunk in ``static`` at ``window`` as a CUDA graph (``_record``),
         on a chunk of padding meanwhile: writes to the trash position, every row's logits kept."""
-        columns = (static.shape[-1] - 2) // 2
-        static[:, :columns] = 0
-        static[:, columns:2 * columns] = self.cache_tokens
+        ids, pos, _, final = self._unpack(static, identity=False)
+        ids.zero_()
+        pos.fill_(self.cache_tokens)
+        final.zero_()
         static[:, -2] = torch.arange(static.shape[0], device=self.device)
-        static[:, -1] = 0
         return self._record("prefill", lambda fn: fn(*self._unpack(static, identity), window))
