@@ -306,8 +306,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                    help="also time the device floor at a quarter of the slots and at a 256-token window")
     p.add_argument("--engine-only", action="store_true", help="time the engine alone (e.g. a sweep of --sync-every)")
     p.add_argument("--prefill-chunks", default="64",
-                   help="comma list: the engine once per prefill layout (N: fixed chunks of N columns, CUDA "
-                        "only; 0: each feed at its shape); the first is 'engine', the others beside it")
+                   help="comma list: the engine once per prefill layout (N: fixed chunks of N columns, graph "
+                        "replays on CUDA; 0: each feed at its shape); the first is 'engine', the others beside it")
     p.add_argument("--decode-kernels", default="matmul",
                    help="comma list of the decode step's attention (matmul, sdpa: the fused kernel), beside each other")
     p.add_argument("--profile", action="store_true", help="(cuda) the decode step's kernels by device time")
