@@ -31,14 +31,16 @@ __all__ = [
     "GenerationRequest", "SftResult", "SlotDecoder", "StaticBatchGenerator", "TurnEnd",
     "TurnTagError", "TurnTags", "build_model", "check_round_trip", "count_parameters",
     "derive_turn_tags", "encode_chat", "encode_examples", "gumbel_noise", "load_tokenizer", "model_config",
-    "sample_tokens", "save_checkpoint", "slot_cache", "template_kwargs", "train_sft", "train_tokenizer", "truncation_mask",
+    "sample_tokens", "save_checkpoint", "sdpa_without_cudnn", "slot_cache", "template_kwargs", "train_sft",
+    "train_tokenizer", "truncation_mask",
 ]
 
 # Batched generation needs torch: its names load on first use, so importing the package stays light.
 _GENERATION = {"BatchGenerator": "_generate", "ContextTooLongError": "_generate", "Generation": "_generate",
                "GenerationRequest": "_generate", "GenerationQueue": "_queue", "StaticBatchGenerator": "_static",
-               "slot_cache": "_slot_cache", "SlotDecoder": "_slots", "TurnEnd": "_slots", "gumbel_noise": "_sampling",
-               "sample_tokens": "_sampling", "truncation_mask": "_sampling"}
+               "sdpa_without_cudnn": "_slot_attention", "slot_cache": "_slot_cache", "SlotDecoder": "_slots",
+               "TurnEnd": "_slots", "gumbel_noise": "_sampling", "sample_tokens": "_sampling",
+               "truncation_mask": "_sampling"}
 
 
 def __getattr__(name: str) -> Any:

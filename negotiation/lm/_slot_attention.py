@@ -28,14 +28,22 @@ from typing import Any, Iterator
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-__all__ = ["SLOT_ATTENTION", "matmul_attention", "slot_attention"]
+__all__ = ["SLOT_ATTENTION", "matmul_attention", "sdpa_without_cudnn", "slot_attention"]
 
 SLOT_ATTENTION = "negotiation_slot_sdpa"
 """Name under which the function is registered with transformers' ``AttentionInterface``."""
 _FUSED_DECODE = "negotiation_slot_sdpa_fused_decode"
 """The same with CUDA decode steps through the fused kernel too (``matmul_decode=False``)."""
 
-_CUDA_BACKENDS = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+_CUDA_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+"""Every SDPA kernel but cuDNN's (flash takes no mask, so a masked call gets the memory-efficient one)."""
+
+
+def sdpa_without_cudnn() -> Any:
+    """A context in which SDPA never picks the cuDNN kernel. cuDNN builds an execution plan per
+    new shape on the host, and a workload of ever-new shapes pays it every call: the slot engine's
+    prefills, and the token update, whose micro-batches are as long as that step's episodes."""
+    return sdpa_kernel(_CUDA_BACKENDS)
 
 
 def matmul_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
@@ -72,7 +80,7 @@ def _grouped_sdpa(module: Any, query: torch.Tensor, key: torch.Tensor, value: to
     if query.device.type == "cuda" and length == 1 and matmul_decode:
         out = matmul_attention(folded, key, value, mask, scaling)
     elif query.device.type == "cuda":
-        with sdpa_kernel(_CUDA_BACKENDS):
+        with sdpa_without_cudnn():
             out = torch.nn.functional.scaled_dot_product_attention(folded, key, value, attn_mask=mask, scale=scaling)
     else:
         out = torch.nn.functional.scaled_dot_product_attention(folded, key, value, attn_mask=mask, scale=scaling)

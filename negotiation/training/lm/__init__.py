@@ -11,7 +11,9 @@ from negotiation.training.lm._config import LmArm, LmRuntime, LmTrainConfig
 from negotiation.training.lm._protocol import lm_train_config_for
 from negotiation.training.lm._precision import MasterAdamW
 from negotiation.training.lm._diagnostics import ADVANTAGE_QUANTILES, group_signal
-from negotiation.training.lm._loss import TokenBatch, grpo_token_step, micro_batches, token_logprobs_entropy
+from negotiation.training.lm._loss import (
+    TokenBatch, generated_logits, generated_positions, grpo_token_step, micro_batches, token_logprobs_entropy,
+)
 from negotiation.training.lm._resume import RESUME_FILE, ResumeRecord
 from negotiation.training.lm._rollout import EpisodeBook, EpisodeEngine, Generate, TokenEpisodes, play_token_episodes
 from negotiation.training.lm._slot_rollout import RolloutStats, SlotRollout
@@ -26,7 +28,8 @@ __all__ = [
     "ADVANTAGE_QUANTILES", "CURVES_FILE", "FROZEN_RATE", "RESUME_FILE", "TIMING_FILE", "VALIDATION_FILE", "VERDICT_FILE",
     "EpisodeBook", "EpisodeEngine", "Generate", "GeneratorFactory", "HfSeller", "LmArm", "LmRuntime", "LmTrainConfig",
     "MasterAdamW", "ResumeRecord", "RolloutStats", "SlotRollout", "TokenBatch", "TokenEpisodes", "criterion_verdict",
-    "default_generator", "grpo_token_step", "group_signal", "lm_train_config_for", "load_seller", "micro_batches",
+    "default_generator", "generated_logits", "generated_positions", "grpo_token_step", "group_signal",
+    "lm_train_config_for", "load_seller", "micro_batches",
     "needs_frozen_control", "play_token_episodes", "task_train_config", "task_verdict", "token_logprobs_entropy", "train_lm_arm",
     "turn_generator", "write_verdict",
 ]

@@ -20,9 +20,10 @@ from typing import Any, Sequence
 
 import torch
 
+from negotiation.lm import sdpa_without_cudnn
 from negotiation.training._grpo import clipped_surrogate, k3_kl
 
-__all__ = ["TokenBatch", "micro_batches", "token_logprobs_entropy", "grpo_token_step"]
+__all__ = ["TokenBatch", "generated_logits", "generated_positions", "micro_batches", "token_logprobs_entropy", "grpo_token_step"]
 
 
 @dataclass(frozen=True)
@@ -57,23 +58,29 @@ def micro_batches(lengths: Sequence[int], token_budget: int) -> list[list[int]]:
     return groups
 
 
+def _to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host tensor onto ``device``; on CUDA through pinned memory, so the copy joins the stream
+    instead of waiting for the kernels queued before it (a pageable copy stalls the host)."""
+    return t.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else t
+
+
 def _pad(rows: Sequence[Sequence[int]], value: int, device: torch.device) -> torch.Tensor:
     width = max(len(r) for r in rows)
     out = torch.full((len(rows), width), value, dtype=torch.long)
     for k, row in enumerate(rows):
         out[k, : len(row)] = torch.as_tensor(list(row), dtype=torch.long)
-    return out.to(device)
+    return _to_device(out, device)
 
 
 def token_logprobs_entropy(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Log-probability of each target and the entropy of the full-vocabulary distribution.
 
     Args:
-        logits: ``(B, T, V)`` next-token logits (any float dtype; computed in float32).
-        targets: ``(B, T)`` the tokens that followed.
+        logits: ``(..., V)`` next-token logits (any float dtype; computed in float32).
+        targets: ``(...)`` the tokens that followed.
 
     Returns:
-        ``(B, T)`` log π(target) (differentiable) and ``(B, T)`` entropy ``-Σ_v p log p``
+        ``(...)`` log π(target) (differentiable) and ``(...)`` entropy ``-Σ_v p log p``
         (detached).
     """
     logp_all = torch.log_softmax(logits.float(), dim=-1)
@@ -88,18 +95,64 @@ def _pad_floats(rows: Sequence[Sequence[float]], device: torch.device) -> torch.
     out = torch.zeros((len(rows), width), dtype=torch.float64)
     for k, row in enumerate(rows):
         out[k, : len(row)] = torch.as_tensor(list(row), dtype=torch.float64)
-    return out.to(device)
+    return _to_device(out, device)
 
 
-def _gap(logp: torch.Tensor, sampler: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Sum and max over generated tokens of ``|log π_trainer - log π_sampler|``: a float64 ``(2,)``
-    tensor on the device (no host sync)."""
-    gap = torch.where(mask, (logp.detach().double() - sampler).abs(), 0.0)
-    return torch.stack([gap.sum(), gap.max()])
+def generated_positions(gen_masks: Sequence[Sequence[bool]], width: int) -> list[int]:
+    """Flat indices into ``[B, width]`` of the positions whose next token was generated: ``t`` of
+    row ``k`` when ``gen_masks[k][t + 1]`` (the inputs are ``ids[:, :-1]``, the targets ``ids[:, 1:]``).
+    Built on the host from the batch's masks, so selecting them costs the device no sync."""
+    return [k * width + t for k, row in enumerate(gen_masks) for t in range(len(row) - 1) if row[t + 1]]
 
 
-def _forward(model: torch.nn.Module, ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
-    return model(input_ids=ids, attention_mask=attention, use_cache=False).logits
+def generated_logits(model: torch.nn.Module, ids: torch.Tensor, attention: torch.Tensor,
+                     index: torch.Tensor) -> torch.Tensor:
+    """``[N, V]`` next-token logits of ``[B, T]`` ``ids`` at the ``N`` flat positions ``index``.
+
+    The decoder (``get_decoder()``) runs on every position, the output head
+    (``get_output_embeddings()``) on the selected ones only: the update needs log-probabilities
+    where a generated token is predicted, and a ``[B, T, V]`` float32 head output with its
+    log-softmax and entropy was most of the update's device time (V = 4,096, and about half the
+    positions are prompt and buyer tokens). Equal to the model's own forward at those positions
+    for heads without logit soft-capping (Llama, Gemma 3); a model with it is refused.
+    """
+    config = getattr(model, "config", None)
+    if getattr(config, "final_logit_softcapping", None) is not None:
+        raise ValueError(f"{type(model).__name__}: final logit soft-capping is not supported by the token update")
+    hidden = model.get_decoder()(input_ids=ids, attention_mask=attention, use_cache=False).last_hidden_state
+    return model.get_output_embeddings()(hidden.reshape(-1, hidden.shape[-1]).index_select(0, index))
+
+
+def _micro_step(model: torch.nn.Module, reference: torch.nn.Module, batch: TokenBatch, group: list[int],
+                device: torch.device, *, pad_id: int, n_tokens: int, clip_low: float, clip_high: float,
+                kl_coef: float) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """Both models forward on the episodes ``group``, backward of their share of the token-mean
+    loss. Returns the device sums ``[loss, kl, entropy, approx_entropy]`` and, with sampler
+    log-probs, the gap's ``[sum, max]``; None when the episodes hold no generated token."""
+    ids = _pad([batch.ids[i] for i in group], pad_id, device)
+    attention = _pad([[1] * len(batch.ids[i]) for i in group], 0, device)
+    inputs, inputs_mask = ids[:, :-1], attention[:, :-1]
+    flat = generated_positions([batch.gen_mask[i] for i in group], inputs.shape[1])
+    if not flat:
+        return None
+    index = _to_device(torch.tensor(flat, dtype=torch.long), device)
+    targets = ids[:, 1:].reshape(-1).index_select(0, index)
+    adv = _to_device(torch.tensor([batch.advantages[i] for i in group], dtype=torch.float32), device)
+    adv = adv[:, None].expand(inputs.shape).reshape(-1).index_select(0, index)
+    with torch.no_grad():
+        ref_logp, _ = token_logprobs_entropy(generated_logits(reference, inputs, inputs_mask, index), targets)
+    logp, entropy = token_logprobs_entropy(generated_logits(model, inputs, inputs_mask, index), targets)
+    ratio = torch.exp(logp - logp.detach())
+    kl = k3_kl(logp, ref_logp)
+    loss = (clipped_surrogate(ratio, adv, clip_low, clip_high) + kl_coef * kl).sum() / n_tokens
+    loss.backward()
+    with torch.no_grad():
+        sums = torch.stack([loss, kl.sum(), entropy.sum(), (-(ratio * logp)).sum()]).double()
+        if batch.sampler_logprobs is None:
+            return sums, None
+        sampler = _pad_floats([batch.sampler_logprobs[i] for i in group], device)[:, 1:]
+        gap = (logp.detach().double() - sampler.reshape(-1).index_select(0, index)).abs()
+        return sums, torch.stack([gap.sum(), gap.max()])
 
 
 def grpo_token_step(model: torch.nn.Module, reference: torch.nn.Module, optimizer: Any,
@@ -130,26 +183,14 @@ def grpo_token_step(model: torch.nn.Module, reference: torch.nn.Module, optimize
     # micro-batch is a host sync, which stalls the launch queue of a small model's update.
     sums = torch.zeros(4, dtype=torch.float64, device=device)  # loss, kl, entropy, approx_entropy
     gap = torch.zeros(2, dtype=torch.float64, device=device)   # sum, max
-    for group in micro_batches([len(r) for r in batch.ids], token_budget):
-        ids = _pad([batch.ids[i] for i in group], pad_id, device)
-        attention = _pad([[1] * len(batch.ids[i]) for i in group], 0, device)
-        mask = _pad([[int(m) for m in batch.gen_mask[i]] for i in group], 0, device)[:, 1:].bool()
-        adv = torch.tensor([batch.advantages[i] for i in group], dtype=torch.float32, device=device)[:, None]
-        inputs, targets = ids[:, :-1], ids[:, 1:]
-        with torch.no_grad():
-            ref_logp, _ = token_logprobs_entropy(_forward(reference, inputs, attention[:, :-1]), targets)
-        logp, entropy = token_logprobs_entropy(_forward(model, inputs, attention[:, :-1]), targets)
-        ratio = torch.exp(logp - logp.detach())
-        kl = k3_kl(logp, ref_logp)
-        per_token = clipped_surrogate(ratio, adv, clip_low, clip_high) + kl_coef * kl
-        m = mask.float()
-        loss = (per_token * m).sum() / n_tokens
-        loss.backward()
-        with torch.no_grad():
-            sums += torch.stack([loss, (kl * m).sum(), (entropy * m).sum(), (-(ratio * logp) * m).sum()]).double()
-            if batch.sampler_logprobs is not None:
-                part = _gap(logp, _pad_floats([batch.sampler_logprobs[i] for i in group], device)[:, 1:], mask)
-                gap = torch.stack([gap[0] + part[0], torch.maximum(gap[1], part[1])])
+    knobs = dict(pad_id=pad_id, n_tokens=n_tokens, clip_low=clip_low, clip_high=clip_high, kl_coef=kl_coef)
+    with sdpa_without_cudnn():  # every micro-batch is a new shape: no per-shape cuDNN plan
+        for group in micro_batches([len(r) for r in batch.ids], token_budget):
+            part = _micro_step(model, reference, batch, group, device, **knobs)
+            if part is not None:
+                sums += part[0]
+                if part[1] is not None:
+                    gap = torch.stack([gap[0] + part[1][0], torch.maximum(gap[1], part[1][1])])
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
     optimizer.step()
     loss_sum, kl_sum, entropy_sum, approx_sum, gap_sum, gap_max, norm = (

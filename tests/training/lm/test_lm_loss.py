@@ -7,7 +7,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from negotiation.training.lm import TokenBatch, grpo_token_step, micro_batches, token_logprobs_entropy
+from negotiation.training.lm import (
+    TokenBatch, generated_logits, generated_positions, grpo_token_step, micro_batches, token_logprobs_entropy,
+)
+from tests.training.lm.bigram_lm import BigramLm
+from tests.training.lm.tiny_lm import write_tiny_checkpoint
 
 
 @given(st.lists(st.integers(1, 50), min_size=1, max_size=30), st.integers(1, 200))
@@ -28,15 +32,7 @@ def test_logprobs_and_entropy_match_torch_distributions():
     torch.testing.assert_close(entropy, dist.entropy())
 
 
-class _Lm(torch.nn.Module):
-    """A bigram LM with the Hugging Face call signature (``.logits``)."""
-
-    def __init__(self, vocab: int = 13):
-        super().__init__()
-        self.table = torch.nn.Embedding(vocab, vocab)
-
-    def forward(self, input_ids, attention_mask=None, use_cache=False):
-        return type("Out", (), {"logits": self.table(input_ids)})()
+_Lm = BigramLm
 
 
 def _grads(budget: int) -> list[torch.Tensor]:
@@ -104,3 +100,28 @@ def test_sampler_logprob_gap_is_zero_when_aligned_and_large_when_shifted(budget)
     shifted = TokenBatch(batch.ids, batch.gen_mask, batch.advantages, _sampler_logprobs(model, batch, shift=1))
     m = grpo_token_step(model, reference, torch.optim.SGD(model.parameters(), lr=0.0), shifted, **kw)
     assert m["train/logprob_gap_mean"] > 0.5 and m["train/logprob_gap_max"] > 1.0
+
+
+@given(st.lists(st.lists(st.booleans(), min_size=1, max_size=9), min_size=1, max_size=5))
+@settings(max_examples=60, deadline=None)
+def test_generated_positions_pick_the_inputs_that_predict_a_generated_token(masks):
+    width = max(len(m) for m in masks) - 1
+    flat = generated_positions(masks, width)
+    expect = [(k, t) for k, m in enumerate(masks) for t in range(width) if t + 1 < len(m) and m[t + 1]]
+    assert flat == [k * width + t for k, t in expect]
+
+
+def test_generated_logits_equal_the_models_own_forward_there(tmp_path):
+    """A real (tiny Llama) checkpoint in float64: the head on the selected hidden states gives the
+    full forward's logits at those positions, padding and attention mask included."""
+    import transformers
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(write_tiny_checkpoint(tmp_path), dtype=torch.float64)
+    ids = torch.tensor([[5, 9, 12, 7, 3, 8], [4, 6, 11, 2, 0, 0]])
+    attention = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
+    masks = [[0, 0, 1, 1, 0, 1], [0, 1, 1, 0]]
+    index = torch.tensor(generated_positions(masks, ids.shape[1] - 1))
+    got = generated_logits(model, ids[:, :-1], attention[:, :-1], index)
+    full = model(input_ids=ids[:, :-1], attention_mask=attention[:, :-1], use_cache=False).logits
+    torch.testing.assert_close(got, full.reshape(-1, full.shape[-1])[index], rtol=1e-12, atol=1e-12)
+    assert got.shape[0] == 3 + 2

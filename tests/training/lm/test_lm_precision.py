@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from negotiation.training.lm import MasterAdamW, TokenBatch, grpo_token_step
+from tests.training.lm.bigram_lm import BigramLm
 
 LR = 1e-5  # the recipe's floor: below half a bf16 ulp (6e-5) at weights in [2^-6, 2^-5)
 
@@ -60,18 +61,13 @@ def test_float32_model_uses_its_parameters_as_masters():
     torch.testing.assert_close(p.detach(), _reference(), rtol=0, atol=0)
 
 
-class _Lm(torch.nn.Module):
-    """A bigram LM with the Hugging Face call signature, in bf16."""
-
-    def __init__(self, vocab: int = 13):
-        super().__init__()
-        torch.manual_seed(2)
-        self.table = torch.nn.Embedding(vocab, vocab).to(torch.bfloat16)
-        with torch.no_grad():  # logits of magnitude [2^-6, 2^-5), as _weights
-            self.table.weight.copy_(torch.rand(vocab, vocab) * 0.015 + 0.016)
-
-    def forward(self, input_ids, attention_mask=None, use_cache=False):
-        return type("Out", (), {"logits": self.table(input_ids)})()
+def _Lm(vocab: int = 13) -> BigramLm:
+    """A bf16 bigram LM with logits of magnitude [2^-6, 2^-5), as ``_weights``."""
+    torch.manual_seed(2)
+    model = BigramLm(vocab, dtype=torch.bfloat16)
+    with torch.no_grad():
+        model.table.weight.copy_(torch.rand(vocab, vocab) * 0.015 + 0.016)
+    return model
 
 
 @pytest.mark.parametrize("masters", [True, False])
