@@ -59,6 +59,10 @@ def prepare(out: Path, sizes: list[str], warm_steps: int, device: str, small: bo
     for size in sizes:
         if not (out / "init" / size / "config.json").is_file():
             write_base(protocol, size, tok, out / "init" / size, steps=warm_steps, device=device, log=lambda _: None)
+    if device != "cpu":  # the workers train in their own processes: hand this one's cached memory back
+        import torch
+
+        torch.cuda.empty_cache()
 
 
 def _small_protocol(protocol):
@@ -94,8 +98,52 @@ def worker(spec: dict) -> dict:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.cuda.reset_peak_memory_stats()
     run_dir = Path(tempfile.mkdtemp(prefix=f"grpo_{size}_"))
+    profiled: list = []
+    if spec.get("profile_update"):
+        _profile_last_update(spec["steps"], profiled)
     train_lm_arm(cfg, run_dir, track=False)
-    return {"rows": pd.read_csv(run_dir / "timing.csv").to_dict("records")}
+    return {"rows": pd.read_csv(run_dir / "timing.csv").to_dict("records"), "update_profile": profiled}
+
+
+def _profile_last_update(steps: int, out: list, top: int = 14) -> None:
+    """Wrap the trainer's update so that the run's last one runs under ``torch.profiler``; ``out``
+    gets its kernels by device time. The wrap replaces the name the trainer module looks up (this
+    script's only reach into a private module: the update has no profiling hook of its own)."""
+    import time
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from negotiation.training.lm import _trainer
+
+    step_fn, calls = _trainer.grpo_token_step, [0]
+
+    def wrapped(*a, **kw):
+        calls[0] += 1
+        if calls[0] < steps:
+            return step_fn(*a, **kw)
+        before = torch.cuda.memory_stats()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            t0 = time.perf_counter()
+            result = step_fn(*a, **kw)
+            torch.cuda.synchronize()
+            wall = time.perf_counter() - t0
+        after = torch.cuda.memory_stats()
+        # kernels only: an aten op's row repeats the device time of the kernels it launched
+        events = [e for e in prof.key_averages() if getattr(e, "self_device_time_total", 0) > 0
+                  and not e.key.startswith("aten::")]
+        total = sum(e.self_device_time_total for e in events)
+        events.sort(key=lambda e: -e.self_device_time_total)
+        # allocator retries and cudaMalloc/cudaFree calls are host syncs: a full cache shows here
+        memory = {k: after.get(k, 0) - before.get(k, 0) for k in ("num_alloc_retries", "num_device_alloc", "num_device_free")}
+        out.append({"kernel": "(update wall, all kernels)", "ms": round(wall * 1e3, 1), "device_ms": round(total / 1e3, 1),
+                    "calls": sum(e.count for e in events), **memory,
+                    "reserved_gb": round(after.get("reserved_bytes.all.peak", 0) / 2**30, 2)})
+        out.extend({"kernel": e.key[:90], "device_ms": round(e.self_device_time_total / 1e3, 2), "calls": e.count,
+                    "share": round(e.self_device_time_total / total, 3)} for e in events[:top])
+        return result
+
+    _trainer.grpo_token_step = wrapped
 
 
 def summarize(rows: list[dict], peak_flops: float) -> dict:
@@ -138,6 +186,8 @@ def main() -> int:
     p.add_argument("--checkpointing", action="store_true", help="gradient checkpointing on our side")
     p.add_argument("--micro-batch-tokens", type=int, default=131072, help="both sides' update micro-batch budget")
     p.add_argument("--compile", action="store_true", help="torch.compile the rollout engine on our side")
+    p.add_argument("--profile-update", action="store_true",
+                   help="(cuda) our side's last update under torch.profiler: its kernels by device time")
     p.add_argument("--peak-tflops", type=float, default=790.0, help="dense bf16 peak (H200: 790, measured)")
     p.add_argument("--work", default=None, help="folder for the tokenizer and bases (default: a temporary one)")
     p.add_argument("--out", default=None, help="write every figure as JSON here")
@@ -147,6 +197,8 @@ def main() -> int:
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return 0
+    if args.profile_update and args.device == "cpu":
+        p.error("--profile-update needs a CUDA device")
     if args.small:
         args.sizes, args.device, args.steps, args.warm_steps = "lm_xs", "cpu", 2, 0
     work = Path(args.work or tempfile.mkdtemp(prefix="grpo_step_"))
@@ -163,9 +215,12 @@ def main() -> int:
             spec = {"root": str(tree), "size": size, "device": args.device, "steps": args.steps,
                     "base": str(work / "init" / size), "checkpointing": checkpointing,
                     "micro_batch_tokens": args.micro_batch_tokens, "small": args.small,
-                    "compile": args.compile and side == "ours"}
-            rows = run_side(tree, spec)["rows"]
-            results.setdefault(size, {})[side] = summarize(rows, args.peak_tflops * 1e12)
+                    "compile": args.compile and side == "ours",
+                    "profile_update": args.profile_update and side == "ours"}
+            worker_out = run_side(tree, spec)
+            results.setdefault(size, {})[side] = summarize(worker_out["rows"], args.peak_tflops * 1e12)
+            if worker_out.get("update_profile"):
+                results[size][side]["update_profile"] = worker_out["update_profile"]
             print(f"{size} {side:9s} {json.dumps(results[size][side])}", flush=True)
         if "reference" in results[size]:
             ours, ref = results[size]["ours"], results[size]["reference"]
