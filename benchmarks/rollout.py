@@ -25,7 +25,9 @@ cached tokens, and the tokens/s ceiling it sets (slots / step seconds): how far 
 from the device's own speed. ``--prefill-chunks 64,0`` plays the engine once per prefill layout
 (fixed-shape chunks of 64 columns, graph replays on CUDA; 0: each feed at its own shape, launched
 from Python) side by side, ``--decode-kernels matmul,sdpa`` once per decode attention (batched
-matmuls; the fused kernel); ``--profile`` (CUDA) adds the decode step's kernels by device time.
+matmuls; the fused kernel); ``--profile`` (CUDA) adds the decode step's kernels by device time,
+``--device-split`` one more play's device seconds in decode steps and in prefills beside its wall
+clock (the rest: the device idle while the host works).
 
     python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --episodes 128
     python benchmarks/rollout.py --size lm_m --device cuda --dtype bfloat16 --engine-only --compile --sync-debug
@@ -106,6 +108,46 @@ def play(protocol: Any, tokenizer: Any, model: Any, generate: Any, stops: list[i
         return play_token_episodes(states, list(range(args.episodes)), tokenizer=tokenizer, generate=generate,
                                    settings=settings, prompt_tokens=seq.prompt_tokens, context_tokens=seq.context_tokens,
                                    new_tokens=seq.new_tokens_per_turn, rollout_turns=turns, stop_ids=stops, logic=logic)
+
+
+def device_split(decoder: Any, fn: Any, device: str) -> dict[str, Any]:
+    """``fn()`` (one play) with a timer around each of ``decoder``'s ``run`` (decode steps) and
+    ``feed`` (prefills) calls: seconds of each on the device (CUDA events in the stream; on the CPU,
+    where the work is synchronous, the host clock) beside the play's wall clock. What neither
+    covers is the device idle (host work it waited for), so a play bound by the device shows
+    little rest, and the prefill share says whether cutting the decode step alone can pay.
+    A segment's events also count host launch gaps inside it, so the rest is a lower bound."""
+    import torch
+
+    spans: dict[str, list[Any]] = {"run": [], "feed": []}
+
+    def stamp() -> Any:
+        if device == "cuda":
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def timed_call(name: str, method: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            start = stamp()
+            out = method(*args, **kwargs)
+            spans[name].append((start, stamp()))
+            return out
+        return call
+
+    for name in spans:  # instance attributes shadow the methods for this play only
+        setattr(decoder, name, timed_call(name, getattr(decoder, name)))
+    try:
+        _, wall = timed(fn, device)
+    finally:
+        for name in spans:
+            delattr(decoder, name)
+    seconds = {name: sum(start.elapsed_time(end) / 1e3 if device == "cuda" else end - start for start, end in pairs)
+               for name, pairs in spans.items()}
+    return {"wall_s": round(wall, 3), "decode_s": round(seconds["run"], 3), "prefill_s": round(seconds["feed"], 3),
+            "rest_s": round(wall - seconds["run"] - seconds["feed"], 3), "decode_calls": len(spans["run"]),
+            "feed_calls": len(spans["feed"])}
 
 
 def synchronizing_calls(fn: Any) -> tuple[Any, dict[str, int]]:
@@ -268,6 +310,9 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 row["engine_speedup"] = round(out["engine"]["tokens_per_s"] / row["tokens_per_s"], 2)
         elif name == "reference":
             row.update(decode_steps=counter["steps"], live_share=round(tokens / max(1, counter["row_steps"]), 3))
+        if name == "engine" and args.device_split:  # an extra play: the timers sit in the stream
+            row["device_split"] = device_split(generate.decoder, lambda: play(protocol, tokenizer, model, generate,
+                                                                               stops, args), args.device)
         if name == "engine" and args.sync_debug:  # an extra, untimed play: the debug mode slows every op
             row["sync_sites"] = synchronizing_calls(lambda: play(protocol, tokenizer, model, generate, stops, args))[1]
         out[name], ids[name] = row, ep.ids
@@ -311,6 +356,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--decode-kernels", default="matmul",
                    help="comma list of the decode step's attention (matmul, sdpa: the fused kernel), beside each other")
     p.add_argument("--profile", action="store_true", help="(cuda) the decode step's kernels by device time")
+    p.add_argument("--device-split", action="store_true",
+                   help="one more engine play timing its decode runs and prefills on the device; the rest is idle")
     p.add_argument("--compile", action="store_true", help="torch.compile the engine's decode step and prefill")
     p.add_argument("--compile-autotune", action="store_true",
                    help="compile without inductor's deterministic mode (kernel configurations timed on the device)")
@@ -326,7 +373,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         p.error("--sync-debug and --profile need --device cuda")
     if args.small:
         args.size, args.episodes, args.new_tokens, args.rollout_turns, args.mean_turn = "lm_xs", 4, 24, 3, 12
-        args.floor_tokens, args.floor_steps, args.floor_grid = 64, 4, True
+        args.floor_tokens, args.floor_steps, args.floor_grid, args.device_split = 64, 4, True, True
         args.prefill_chunks = "8,0"  # the fixed-shape layout beside each feed's own, eagerly
         args.decode_kernels = "matmul,sdpa"  # the same on the CPU (its decode always runs SDPA): the plumbing
         args.dtype = "float64"  # both paths then sample the same tokens exactly (same_tokens)

@@ -29,6 +29,10 @@ def test_rollout_benchmark_small_mode_reports_both_paths_with_equal_tokens(tmp_p
     assert out["prefill_chunks"] == [8, 0] and out["same_tokens_every_engine"]
     beside = out["engine_prefill_each"]
     assert beside["gen_tokens"] == engine["gen_tokens"] and beside["engine_speedup"] > 0
+    # one more play split into decode runs and prefills (the host clock on the CPU): parts within the wall
+    split = engine["device_split"]
+    assert split["decode_calls"] > 0 and split["feed_calls"] > 0 and split["decode_s"] > 0 and split["prefill_s"] > 0
+    assert split["decode_s"] + split["prefill_s"] <= split["wall_s"] + 1e-3 and split["rest_s"] >= -1e-3
 
 
 def _rollout_module():
