@@ -27,6 +27,7 @@ RUNTIME_KNOBS = {"evaluate.concurrency": "NEGO_EVAL_CONCURRENCY", "evaluate.back
                  "evaluate.workers": "NEGO_EVAL_WORKERS", "tracking.uri": "MLFLOW_TRACKING_URI",
                  "training.micro_batch_tokens": "NEGO_TRAIN_MICRO_BATCH_TOKENS",
                  "training.rollout_processes": "NEGO_TRAIN_ROLLOUT_PROCESSES",
+                 "training.gradient_checkpointing": "NEGO_TRAIN_GRADIENT_CHECKPOINTING",
                  "tracking.experiment_prefix": "NEGO_EXPERIMENT_PREFIX"}
 """Run-time knobs: ``params.yaml`` key -> environment variable that overrides it. They change how
 a stage runs, never what it produces, so they are read when the stage runs and are NOT DVC stage
@@ -58,6 +59,16 @@ def runtime_knob(key: str, default: Any, params_file: Path = PARAMS_FILE) -> Any
     if isinstance(value, int) and value <= 0:
         raise ConfigError(f"{where}: expected a positive integer, got {raw!r}")
     return value
+
+
+def runtime_switch(key: str, params_file: Path = PARAMS_FILE) -> bool | None:
+    """Run-time knob ``key`` that is ``on`` (True), ``off`` (False) or ``auto`` (None: the caller
+    decides); YAML's unquoted on/off arrive as booleans and count the same."""
+    raw = str(runtime_knob(key, "auto", params_file)).lower()
+    switches = {"auto": None, "on": True, "true": True, "off": False, "false": False}
+    if raw not in switches:
+        raise ConfigError(f"{knob_source(key, params_file)}: expected auto, on or off, got {raw!r}")
+    return switches[raw]
 
 
 def runtime_count(key: str, params_file: Path = PARAMS_FILE) -> int | None:

@@ -19,7 +19,7 @@ from negotiation.errors import ConfigError, NegotiationError
 from negotiation.evaluation import folder_sha256
 from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._plan import profile_plan
-from negotiation.pipeline._stage import PARAMS_FILE, runtime_count, runtime_knob
+from negotiation.pipeline._stage import PARAMS_FILE, runtime_count, runtime_knob, runtime_switch
 from negotiation.protocol import fill_seller
 from negotiation.study import ResultsLayout, Study, as_study, write_record
 from negotiation.registry import select_checkpoint
@@ -151,7 +151,8 @@ def _base_folder(study: Study, size: str) -> Path:
 
 def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, track: bool) -> dict[str, Any]:
     """One run with the token-level trainer: on CUDA when present (bf16 per the protocol's
-    optimizer precision, gradient checkpointing), else on the CPU."""
+    optimizer precision, the compiled rollout engine, gradient checkpointing where one micro-batch
+    does not fit: ``training.gradient_checkpointing``), else on the CPU."""
     import torch
 
     from negotiation.training import branch_checkpoint
@@ -162,8 +163,8 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, t
     cuda = torch.cuda.is_available()
     precision = study.protocol.recipe_for(info["size"]).optimizer.precision
     runtime = LmRuntime(device="cuda" if cuda else "cpu", dtype="bfloat16" if precision == "bf16" else "float32",
-                        gradient_checkpointing=cuda,
-                        micro_batch_tokens=runtime_knob("training.micro_batch_tokens", 16384),
+                        gradient_checkpointing=runtime_switch("training.gradient_checkpointing") if cuda else False,
+                        micro_batch_tokens=runtime_knob("training.micro_batch_tokens", 16384), compile_rollout=cuda,
                         threads=torch.get_num_threads())
     cfg = lm_train_config_for(study, run, owner, base=_base_folder(study, info["size"]), parent=parent,
                               steps=info["steps"], runtime=runtime, protocol_hash=study.lock_hash)

@@ -97,6 +97,26 @@ def test_bad_rollout_processes_names_its_source_and_value(tmp_path, monkeypatch,
         rollout_processes()
 
 
+@pytest.mark.parametrize(("text", "expected"), [("auto", None), ("on", True), ("off", False), ("'on'", True),
+                                               ("true", True), ("'OFF'", False)])
+def test_gradient_checkpointing_switch_reads_auto_on_off(tmp_path, monkeypatch, text, expected):
+    """Unquoted on/off are YAML booleans; quoted they are strings: both mean the same."""
+    from negotiation.pipeline._stage import runtime_switch
+
+    monkeypatch.delenv("NEGO_TRAIN_GRADIENT_CHECKPOINTING", raising=False)
+    params = tmp_path / "params.yaml"
+    params.write_text(f"training:\n  gradient_checkpointing: {text}\n")
+    assert runtime_switch("training.gradient_checkpointing", params) is expected
+
+
+def test_a_bad_gradient_checkpointing_switch_names_its_source_and_value(tmp_path, monkeypatch):
+    from negotiation.pipeline._stage import runtime_switch
+
+    monkeypatch.setenv("NEGO_TRAIN_GRADIENT_CHECKPOINTING", "sometimes")
+    with pytest.raises(ConfigError, match=r"\$NEGO_TRAIN_GRADIENT_CHECKPOINTING: expected auto, on or off, got 'sometimes'"):
+        runtime_switch("training.gradient_checkpointing", tmp_path / "params.yaml")
+
+
 @pytest.mark.parametrize("script, args, fragment", [
     ("pilot.py", ["--arm", "../x", "--results", "R"], "--arm:name: '../x' is not a safe name"),
     ("select_arm.py", ["--arm", "nope", "--results", "R"], "--arm:nope: not an arm of study 'demo'"),

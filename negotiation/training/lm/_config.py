@@ -44,8 +44,9 @@ class LmRuntime(_Strict):
     """Weights and activations of the policy and the reference. The optimizer always updates
     float32 master copies with float32 moments (``MasterAdamW``), as the paper's fused Adam keeps
     exact float32 masters (bf16 weights plus their 16 remainder bits)."""
-    gradient_checkpointing: bool = False
-    """Recompute activations in the backward pass (memory for time)."""
+    gradient_checkpointing: bool | None = False
+    """Recompute activations in the backward pass (memory for time); None: decided on the device
+    once everything is loaded, on only where one micro-batch does not fit (``needs_checkpointing``)."""
     micro_batch_tokens: int = Field(default=16384, gt=0)
     """Padded tokens per forward/backward micro-batch (gradients accumulate over the step)."""
     compile_rollout: bool = False

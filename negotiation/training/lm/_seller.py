@@ -16,6 +16,7 @@ import torch
 from negotiation.agents import Decoding
 from negotiation.errors import ConfigError
 from negotiation.training.lm._config import LmTrainConfig
+from negotiation.training.lm._memory import enable_checkpointing
 from negotiation.training.lm._rollout import EpisodeEngine, Generate
 from negotiation.training.lm._slot_rollout import SlotRollout
 from negotiation.training.nemo import NemoEnvSettings, derive_turn_tags, protocol_env_settings, stop_token_ids
@@ -97,8 +98,7 @@ def _load_model(folder: Path, cfg: LmTrainConfig, reference: bool) -> tuple[Any,
         masters = [p.detach().to(rt.device) for p in exact.parameters() if p.requires_grad]
         del exact
     if rt.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        model.config.use_cache = False
+        enable_checkpointing(model)
     return model, masters
 
 

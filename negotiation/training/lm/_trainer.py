@@ -49,6 +49,7 @@ from negotiation.training._run import (
 from negotiation.training.lm._config import LmTrainConfig
 from negotiation.training.lm._diagnostics import group_signal
 from negotiation.training.lm._loss import TokenBatch, grpo_token_step
+from negotiation.training.lm._memory import enable_checkpointing, needs_checkpointing
 from negotiation.training.lm._precision import MasterAdamW
 from negotiation.training.lm._resume import RESUME_FILE, ResumeRecord, ResumeState, check_run_folder, write_resume
 from negotiation.training.lm._rollout import EpisodeEngine, Generate, TokenEpisodes, play_token_episodes
@@ -72,6 +73,8 @@ class _State:
     optimizer: MasterAdamW
     settings: NemoEnvSettings
     generate: Generate | EpisodeEngine
+    checkpointing: bool
+    """Whether the update recomputes activations (the runtime's choice, or the probe's)."""
     timing: list[dict[str, float]] = field(default_factory=list)
 
 
@@ -89,10 +92,24 @@ def _start(cfg: LmTrainConfig, ledger: RunLedger, factory: GeneratorFactory | No
     optimizer = MasterAdamW(seller.model.parameters(), lr=t.learning_rate * arm.lr_multiple,
                             betas=t.optimizer.betas, weight_decay=t.optimizer.weight_decay, start=seller.masters)
     seller.masters = optimizer.master  # checkpoints hold the float32 masters
-    st = _State(ledger, seller, reference, optimizer, settings, generate)
+    st = _State(ledger, seller, reference, optimizer, settings, generate, _checkpointing(cfg, seller, reference))
     if resumed is not None:
         _restore(st, resumed)
     return st
+
+
+def _checkpointing(cfg: LmTrainConfig, seller: HfSeller, reference: torch.nn.Module) -> bool:
+    """Whether the update recomputes activations: the runtime's setting, or (None) the probe's
+    answer with the policy, the reference and the rollout engine loaded (it then turns it on)."""
+    if cfg.runtime.gradient_checkpointing is not None:
+        return cfg.runtime.gradient_checkpointing  # applied when the policy was loaded
+    seq = cfg.run_protocol.training.sequences
+    assert seq is not None  # LmTrainConfig refuses a recipe without token caps
+    needed = needs_checkpointing(seller.model, reference, micro_batch_tokens=cfg.runtime.micro_batch_tokens,
+                                 context_tokens=seq.context_tokens, pad_id=seller.pad_id)
+    if needed:
+        enable_checkpointing(seller.model)
+    return needed
 
 
 def _restore(st: _State, resumed: ResumeState) -> None:
@@ -260,7 +277,7 @@ def _timing_row(st: _State, step: int, ep: TokenEpisodes, gen_s: float, train_s:
            "generated_tokens": float(ep.gen_tokens.sum()),
            "sequence_tokens": float(sum(len(r) for r in ep.ids)),
            "generated_tokens_per_second": float(ep.gen_tokens.sum()) / max(gen_s, 1e-9),
-           "parameters": float(st.seller.n_params)}
+           "parameters": float(st.seller.n_params), "gradient_checkpointing": float(st.checkpointing)}
     if isinstance(st.generate, SlotRollout):  # where the rollout's time went (docs/training.md, rollout engine)
         stats = st.generate.stats
         row.update(decode_steps=float(stats.decode_steps), live_share=stats.live_share, env_seconds=stats.env_seconds,
