@@ -19,7 +19,7 @@ from negotiation.errors import ConfigError, NegotiationError
 from negotiation.evaluation import folder_sha256
 from negotiation.pipeline._progress import StageProgress
 from negotiation.pipeline._plan import profile_plan
-from negotiation.pipeline._stage import PARAMS_FILE, runtime_count, runtime_knob, runtime_switch
+from negotiation.pipeline._stage import PARAMS_FILE, runtime_count, runtime_switch
 from negotiation.protocol import fill_seller
 from negotiation.study import ResultsLayout, Study, as_study, write_record
 from negotiation.registry import select_checkpoint
@@ -139,6 +139,19 @@ def rollout_processes() -> int:
     return count if count is not None else max(1, min(len(os.sched_getaffinity(0)), AUTO_ROLLOUT_PROCESSES))
 
 
+AUTO_MICRO_BATCH_TOKENS = {"cpu": 16384, "cuda": 131072}
+"""``training.micro_batch_tokens: auto`` per device: on CUDA a GRPO step's ~200k sequence tokens in
+two micro-batches, as the GPU figures were measured (lm_m and lm_l peaked at 26 and 55 GB on an
+H100 without checkpointing); on the CPU what fits a few GB of host memory."""
+
+
+def micro_batch_tokens(device: str) -> int:
+    """Padded tokens per micro-batch of the token trainer: run-time knob ``training.micro_batch_tokens``
+    (``auto``: ``AUTO_MICRO_BATCH_TOKENS`` of the device, or a positive integer)."""
+    count = runtime_count("training.micro_batch_tokens")
+    return count if count is not None else AUTO_MICRO_BATCH_TOKENS[device]
+
+
 def _base_folder(study: Study, size: str) -> Path:
     """The Hugging Face folder of a size's base: the ladder's init folder itself (of the size's
     profile), or the local checkpoint a paper size's ``init@`` recorded in ``source.json``."""
@@ -164,7 +177,7 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, t
     precision = study.protocol.recipe_for(info["size"]).optimizer.precision
     runtime = LmRuntime(device="cuda" if cuda else "cpu", dtype="bfloat16" if precision == "bf16" else "float32",
                         gradient_checkpointing=runtime_switch("training.gradient_checkpointing") if cuda else False,
-                        micro_batch_tokens=runtime_knob("training.micro_batch_tokens", 16384), compile_rollout=cuda,
+                        micro_batch_tokens=micro_batch_tokens("cuda" if cuda else "cpu"), compile_rollout=cuda,
                         threads=torch.get_num_threads())
     cfg = lm_train_config_for(study, run, owner, base=_base_folder(study, info["size"]), parent=parent,
                               steps=info["steps"], runtime=runtime, protocol_hash=study.lock_hash)

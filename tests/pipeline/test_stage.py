@@ -97,6 +97,21 @@ def test_bad_rollout_processes_names_its_source_and_value(tmp_path, monkeypatch,
         rollout_processes()
 
 
+def test_micro_batch_tokens_auto_is_per_device_and_accepts_a_number(tmp_path, monkeypatch):
+    from negotiation.pipeline._train import AUTO_MICRO_BATCH_TOKENS, micro_batch_tokens
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NEGO_TRAIN_MICRO_BATCH_TOKENS", raising=False)
+    assert micro_batch_tokens("cpu") == AUTO_MICRO_BATCH_TOKENS["cpu"]  # no params.yaml: auto
+    (tmp_path / "params.yaml").write_text("training:\n  micro_batch_tokens: auto\n")
+    assert micro_batch_tokens("cuda") == AUTO_MICRO_BATCH_TOKENS["cuda"] > AUTO_MICRO_BATCH_TOKENS["cpu"]
+    monkeypatch.setenv("NEGO_TRAIN_MICRO_BATCH_TOKENS", "4096")
+    assert micro_batch_tokens("cuda") == 4096
+    monkeypatch.setenv("NEGO_TRAIN_MICRO_BATCH_TOKENS", "lots")
+    with pytest.raises(ConfigError, match=r"\$NEGO_TRAIN_MICRO_BATCH_TOKENS: expected a positive integer or auto, got 'lots'"):
+        micro_batch_tokens("cpu")
+
+
 @pytest.mark.parametrize(("text", "expected"), [("auto", None), ("on", True), ("off", False), ("'on'", True),
                                                ("true", True), ("'OFF'", False)])
 def test_gradient_checkpointing_switch_reads_auto_on_off(tmp_path, monkeypatch, text, expected):
