@@ -112,14 +112,17 @@ def generated_logits(model: torch.nn.Module, ids: torch.Tensor, attention: torch
     The decoder (``get_decoder()``) runs on every position, the output head
     (``get_output_embeddings()``) on the selected ones only: the update needs log-probabilities
     where a generated token is predicted, and a ``[B, T, V]`` float32 head output with its
-    log-softmax and entropy was most of the update's device time (V = 4,096, and about half the
-    positions are prompt and buyer tokens). Equal to the model's own forward at those positions
-    for heads without logit soft-capping (Llama, Gemma 3); a model with it is refused.
+    log-softmax and entropy is large (V = 4,096; about half the positions are prompt and buyer
+    tokens). SDPA runs without cuDNN, whose per-shape plans stalled the host. Equal to the model's
+    own forward at those positions for heads without logit soft-capping (Llama, Gemma 3); a model
+    with it is refused.
     """
     config = getattr(model, "config", None)
     if getattr(config, "final_logit_softcapping", None) is not None:
         raise ValueError(f"{type(model).__name__}: final logit soft-capping is not supported by the token update")
-    hidden = model.get_decoder()(input_ids=ids, attention_mask=attention, use_cache=False).last_hidden_state
+    with sdpa_without_cudnn():  # every micro-batch is a new shape: no per-shape cuDNN plan (the backward
+        # runs the kernel its forward chose)
+        hidden = model.get_decoder()(input_ids=ids, attention_mask=attention, use_cache=False).last_hidden_state
     return model.get_output_embeddings()(hidden.reshape(-1, hidden.shape[-1]).index_select(0, index))
 
 
@@ -184,13 +187,12 @@ def grpo_token_step(model: torch.nn.Module, reference: torch.nn.Module, optimize
     sums = torch.zeros(4, dtype=torch.float64, device=device)  # loss, kl, entropy, approx_entropy
     gap = torch.zeros(2, dtype=torch.float64, device=device)   # sum, max
     knobs = dict(pad_id=pad_id, n_tokens=n_tokens, clip_low=clip_low, clip_high=clip_high, kl_coef=kl_coef)
-    with sdpa_without_cudnn():  # every micro-batch is a new shape: no per-shape cuDNN plan
-        for group in micro_batches([len(r) for r in batch.ids], token_budget):
-            part = _micro_step(model, reference, batch, group, device, **knobs)
-            if part is not None:
-                sums += part[0]
-                if part[1] is not None:
-                    gap = torch.stack([gap[0] + part[1][0], torch.maximum(gap[1], part[1][1])])
+    for group in micro_batches([len(r) for r in batch.ids], token_budget):
+        part = _micro_step(model, reference, batch, group, device, **knobs)
+        if part is not None:
+            sums += part[0]
+            if part[1] is not None:
+                gap = torch.stack([gap[0] + part[1][0], torch.maximum(gap[1], part[1][1])])
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
     optimizer.step()
     loss_sum, kl_sum, entropy_sum, approx_sum, gap_sum, gap_max, norm = (

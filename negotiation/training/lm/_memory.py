@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import torch
 
-from negotiation.lm import sdpa_without_cudnn
 from negotiation.training.lm._loss import generated_logits
 
 __all__ = ["checkpointing_needed", "enable_checkpointing", "needs_checkpointing"]
@@ -48,10 +47,9 @@ def _probe_peak(model: torch.nn.Module, reference: torch.nn.Module, rows: int, w
     torch.cuda.synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
     try:
-        with sdpa_without_cudnn():  # the update's attention kernels (``grpo_token_step``)
-            with torch.no_grad():
-                generated_logits(reference, ids, attention, index)
-            torch.log_softmax(generated_logits(model, ids, attention, index).float(), dim=-1).mean().backward()
+        with torch.no_grad():
+            generated_logits(reference, ids, attention, index)
+        torch.log_softmax(generated_logits(model, ids, attention, index).float(), dim=-1).mean().backward()
         torch.cuda.synchronize(device)
         return torch.cuda.max_memory_allocated(device)
     except torch.OutOfMemoryError:
