@@ -21,8 +21,22 @@ from negotiation.errors import ConfigError
 STUDY = typer.Option("demo", "--study", help="Study whose protocol/<study>/ supplies the constants.")
 ROOT = typer.Option(None, "--root", help="Repository root holding protocol/ and registry/ (default: this checkout).")
 RESULTS = typer.Option(None, "--results", help="Results directory (default outputs/<study>).")
+PROFILE = typer.Option(None, "--profile", help="Hardware profile whose evaluation design the results follow "
+                       "(cpu or gpu; default: gpu when a GPU-profile arm was evaluated there).")
 def _results_dir(study, results: Optional[Path]) -> Path:
     return Path(results) if results is not None else study.layout.dir
+
+
+def _results_study(study: str, root: Optional[Path], results: Optional[Path], profile: Optional[str]):
+    """The study loaded once and read in the profile of ``results`` (``--profile``, else
+    ``Study.results_profile``): a GPU results folder is checked against the GPU design."""
+    from negotiation.protocol import check_profile
+    from negotiation.study import load_study
+
+    if profile is not None:
+        check_profile(profile)  # before any file is read
+    context = load_study(study, root)
+    return context.in_profile(profile or context.results_profile(_results_dir(context, results)))
 
 
 def _episode_table(path: Path) -> Any:
@@ -183,12 +197,11 @@ def frontier_command(
 
 
 def validate_command(study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
-                     json_out: bool = JSON_OPTION) -> None:
+                     profile: Optional[str] = PROFILE, json_out: bool = JSON_OPTION) -> None:
     """Validate every arm's episode table (great-expectations); exit 1 naming failures."""
-    from negotiation.study import load_study
     from negotiation.analysis import validate_results
 
-    context = load_study(study, root)
+    context = _results_study(study, root, results, profile)
     report = validate_results(context, _results_dir(context, results))
     if json_out:
         print_json(report.model_dump(mode="json"))
@@ -207,14 +220,14 @@ def analyze_command(
     study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
-    json_out: bool = JSON_OPTION,
+    profile: Optional[str] = PROFILE, json_out: bool = JSON_OPTION,
 ) -> None:
     """Metrics, contrasts (Holm on the primary family), frontier columns and guards → analyze/."""
     from negotiation.analysis import analyze_results
     from negotiation.pipeline import registry_inputs
-    from negotiation.study import ResultsLayout, load_study
+    from negotiation.study import ResultsLayout
 
-    context = load_study(study, root)
+    context = _results_study(study, root, results, profile)
     result = analyze_results(context, _results_dir(context, results), registry_inputs(context), seed=seed,
                              resamples=resamples)
     if json_out:
@@ -256,14 +269,13 @@ def report_command(
     out: Optional[Path] = typer.Option(None, "--out", help="Report folder (default <results>/report)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
-    json_out: bool = JSON_OPTION,
+    profile: Optional[str] = PROFILE, json_out: bool = JSON_OPTION,
 ) -> None:
     """Validated tables → analysis → report.html, report.md, figures/*.png and transcripts.html."""
     from negotiation.analysis import report_results
     from negotiation.pipeline import registry_inputs
-    from negotiation.study import load_study
 
-    context = load_study(study, root)
+    context = _results_study(study, root, results, profile)
     folder = _results_dir(context, results)
     inputs = registry_inputs(context, folder, seed=seed, resamples=resamples)
     paths = report_results(context, folder, out or folder / "report", inputs, seed=seed, resamples=resamples)

@@ -17,6 +17,7 @@ from negotiation.cli._protocol_cmds import exit_with, root_option
 from negotiation.errors import ConfigError
 from negotiation.names import check_name
 from negotiation.study import ResultsLayout, default_root, load_study
+from negotiation.protocol import check_profile
 from negotiation.registry import (
     CATEGORIES, CHECKS, INDEX_FILE, AuditReport, appended_only, arm_fields, new_deviation, parse_cell, run_audit,
 )
@@ -49,11 +50,16 @@ def audit_command(
         None, "--results", help="Results directory (default: outputs/<study> under the root).", file_okay=False
     ),
     root: Optional[Path] = root_option(),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Hardware profile whose evaluation design the "
+                                          "results follow (cpu or gpu; default: gpu when a GPU-profile arm was "
+                                          "evaluated there)."),
 ) -> None:
     require_study(study, root)
+    if profile is not None:
+        check_profile(profile)
     if results is not None:
         _require_results(results)
-    report = run_audit(study, root=root or default_root(), results_dir=results)
+    report = run_audit(study, root=root or default_root(), results_dir=results, profile=profile)
     if json_output:
         typer.echo(report.model_dump_json(indent=2))
     else:

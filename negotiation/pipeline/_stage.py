@@ -87,9 +87,13 @@ def tracking_uri_from_params(params_file: Path = PARAMS_FILE) -> str:
 
 
 def parser(description: str, *names: str) -> argparse.ArgumentParser:
-    """A parser with ``--study`` plus the named string options (all required)."""
+    """A parser with ``--study`` and ``--profile`` plus the named string options (all required)."""
+    from negotiation.protocol import PROFILES
+
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--study", required=True, help="study under protocol/ (stage_main loads it: args.study is a Study)")
+    p.add_argument("--profile", choices=PROFILES, default="cpu",
+                   help="hardware profile whose evaluation design the stage reads (the GPU profile's stages: gpu)")
     for name in names:
         p.add_argument(f"--{name}", required=True)
     return p
@@ -106,7 +110,7 @@ def check_stage_names(args: argparse.Namespace) -> Study:
     given = {key: getattr(args, key) for key in ("arm", "run", "size") if getattr(args, key, None) is not None}
     for key, value in given.items():
         check_name(f"--{key}", value)
-    study = load_study(args.study)
+    study = load_study(args.study, profile=getattr(args, "profile", "cpu"))
     known = {"arm": study.arms,
              "run": {a.run for a in study.arms.values() if a.kind == "trained"}
              | {a.parent_run for a in study.arms.values() if getattr(a, "parent_run", None)},

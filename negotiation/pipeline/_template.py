@@ -17,6 +17,7 @@ from negotiation.pipeline._layout import DEFAULT_STUDY, pipeline_dir, project_di
 from negotiation.pipeline._project import repro_command
 
 if TYPE_CHECKING:
+    from negotiation.protocol import Protocol
     from negotiation.study import Study
 
 TOP_LEVEL = "dvc.yaml"
@@ -47,12 +48,18 @@ def _replaced(node: Any, old: str, new: str) -> Any:
     return node.replace(old, new) if isinstance(node, str) else node
 
 
-def _gpu_profile(graph: dict[str, Any], study: str) -> dict[str, Any]:
-    """The study graph as the GPU profile's: its own metrics folder, the costly outputs persisted,
-    and each stage's ``desc`` saying where it runs."""
+def _gpu_profile(graph: dict[str, Any], study: str, protocol: Protocol) -> dict[str, Any]:
+    """The study graph as the GPU profile's: its own metrics folder, every command reading the GPU
+    profile's evaluation design (``--profile gpu``) and listing its keys as params, the costly
+    outputs persisted, and each stage's ``desc`` saying where it runs."""
     graph = _replaced(graph, "metrics/${plan.study}/", "metrics/${plan.study}-gpu/")
+    graph = _replaced(graph, "--study ${plan.study}", "--study ${plan.study} --profile gpu")
     for name, stage in graph["stages"].items():
         body = stage["do"] if "foreach" in stage else stage
+        for params in body.get("params", []):
+            for file, keys in (params.items() if isinstance(params, dict) else ()):
+                if file == "protocol/${plan.study}/protocol.yaml":
+                    params[file] = [protocol.key_for("gpu", key) for key in keys]
         if name in PERSIST:
             body["outs"] = [{out: {"persist": True}} if i == 0 else out for i, out in enumerate(body["outs"])]
         home = repro_command(study, study_pipeline_path(study, Path(), "gpu"))
@@ -138,7 +145,7 @@ def template_graph(study: str | Study, root: Path, profile: str = "cpu") -> tupl
     code_stages = {}
     if profile == "gpu":
         set_code_deps(graph, root, folders=folders)
-        graph = _gpu_profile(graph, study)
+        graph = _gpu_profile(graph, study, loaded.protocol)
     else:
         code_stages = fingerprint_code_deps(graph, root, folders=folders)
     if study != DEFAULT_STUDY or profile == "gpu":

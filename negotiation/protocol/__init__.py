@@ -19,7 +19,7 @@ _EXPORTS = {
     "_env": ("env_config", "environment_config", "load_environment"),
     "_files": ("StrictModel", "display_path", "load_json_model", "load_yaml", "load_yaml_model", "parse_yaml",
                "yaml_reason"),
-    "_schema": ("Protocol",),
+    "_schema": ("PROFILES", "Protocol", "check_profile"),
     "_schema_arms": ("Arm", "ArmMatrix", "ArmName", "fill_seller"),
     "_schema_env": ("Environment", "NoDealPenalty", "SamplingSettings", "SeedBlock"),
     "_schema_eval": ("DealRateGuard", "Guards", "ParseRateGuard", "PilotGate", "TurnsGuard"),

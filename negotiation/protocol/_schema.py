@@ -6,10 +6,12 @@ from typing import Literal
 
 from pydantic import Field
 
+from negotiation.errors import ConfigError
 from negotiation.protocol._files import StrictModel
 from negotiation.protocol._schema_env import Buyers, Domains, Environment, Sampling, SeedBlocks
 from negotiation.protocol._schema_eval import (
     Evaluation,
+    EvaluationProfile,
     Guards,
     HeldOutDoubling,
     PilotGate,
@@ -19,7 +21,21 @@ from negotiation.protocol._schema_eval import (
 from negotiation.protocol._schema_lm import LmTokenizer, WarmStart
 from negotiation.protocol._schema_recipe import PolicyWarmStart, Recipe, Size
 
-__all__ = ["Protocol"]
+__all__ = ["PROFILES", "Protocol", "check_profile"]
+
+PROFILES = ("cpu", "gpu")
+"""Hardware profiles a study's sizes run in (``sizes.<size>.profile``); ``cpu`` is every study's."""
+
+
+def check_profile(profile: str) -> str:
+    """``profile`` when it is one of ``PROFILES``; else a ``ConfigError`` naming the known ones."""
+    if profile not in PROFILES:
+        raise ConfigError(f"--profile:{profile}: not a profile; known: {list(PROFILES)}")
+    return profile
+
+
+_PROFILE_KEYS = ("seeds.evaluation", "seeds.held_out_extension", "evaluation", "guards", "held_out_doubling")
+"""Protocol keys an ``EvaluationProfile`` replaces; it spells each the same way under ``gpu_evaluation``."""
 
 
 class Protocol(StrictModel):
@@ -54,7 +70,11 @@ class Protocol(StrictModel):
     read_rule: ReadRule
     """How the evaluated checkpoint of a trained arm is chosen."""
     evaluation: Evaluation
-    """The paired evaluation design."""
+    """The paired evaluation design (of the CPU profile, and of the GPU profile without
+    ``gpu_evaluation``)."""
+    gpu_evaluation: EvaluationProfile | None = None
+    """The GPU profile's own evaluation seeds, design, guards and doubling rule: its results (e.g.
+    ``outputs/lm-gpu``) are read against ``for_profile("gpu")``. ``None``: the protocol's own."""
     statistics: Statistics
     """Inference and the primary family."""
     guards: Guards
@@ -71,8 +91,34 @@ class Protocol(StrictModel):
     """The imitation warm start of ``policy`` sizes (their base); ``None``: a policy size's base is
     its untrained init."""
 
+    def for_profile(self, profile: str) -> Protocol:
+        """The protocol a ``profile``'s results are read against: with ``gpu_evaluation``'s sections
+        in place of the shared ones for ``gpu``, else this protocol itself."""
+        design = self.gpu_evaluation if check_profile(profile) == "gpu" else None
+        if design is None:
+            return self
+        seeds = self.seeds.model_copy(update={"evaluation": design.seeds.evaluation,
+                                              "held_out_extension": design.seeds.held_out_extension})
+        return self.model_copy(update={"seeds": seeds, "evaluation": design.evaluation, "guards": design.guards,
+                                       "held_out_doubling": design.held_out_doubling})
+
+    def key_for(self, profile: str, key: str) -> str:
+        """The file's key that holds ``key`` of ``for_profile(profile)``: under ``gpu_evaluation``
+        where the GPU profile replaces it (``evaluation.x`` -> ``gpu_evaluation.evaluation.x``), else
+        ``key`` (what a GPU stage lists as its params, and what a problem names)."""
+        replaced = any(key == k or key.startswith(k + ".") for k in _PROFILE_KEYS)
+        return f"gpu_evaluation.{key}" if profile == "gpu" and self.gpu_evaluation is not None and replaced else key
+
     def design_problems(self) -> list[tuple[str, str]]:
-        """``(key, reason)`` for every count that does not add up (the loader reports them)."""
+        """``(key, reason)`` for every count that does not add up (the loader reports them), the
+        GPU profile's own design included (its keys under ``gpu_evaluation``)."""
+        problems = self._counts_problems()
+        if self.gpu_evaluation is not None:
+            problems += [(self.key_for("gpu", key), reason) for key, reason in self.for_profile("gpu")._counts_problems()
+                         if self.key_for("gpu", key) != key]
+        return problems
+
+    def _counts_problems(self) -> list[tuple[str, str]]:
         seeds, ev, pilot = self.seeds, self.evaluation, self.pilot_gate
         n_domains, n_buyers = len(self.domains.evaluated), len(self.buyers.evaluation)
         n_held_out, factor = len(self.domains.held_out), self.held_out_doubling.factor

@@ -7,10 +7,11 @@ from typing import Literal
 from pydantic import Field
 
 from negotiation.protocol._files import StrictModel
+from negotiation.protocol._schema_env import SeedBlock
 
 __all__ = [
-    "Contrast", "DealRateGuard", "Evaluation", "Guards", "HandReadGuard", "HeldOutDoubling",
-    "MonteCarloRule", "ParseRateGuard", "PilotGate", "ReadRule", "Statistics", "TurnsGuard",
+    "Contrast", "DealRateGuard", "Evaluation", "EvaluationProfile", "EvaluationSeeds", "Guards", "HandReadGuard",
+    "HeldOutDoubling", "MonteCarloRule", "ParseRateGuard", "PilotGate", "ReadRule", "Statistics", "TurnsGuard",
 ]
 
 
@@ -160,3 +161,27 @@ class HeldOutDoubling(StrictModel):
     """Once fired it is applied at once to every frozen arm and both buyers."""
     retake: bool
     """Whether the rule may be taken again after it was applied."""
+
+
+class EvaluationSeeds(StrictModel):
+    """The seed blocks an evaluation profile replaces (``seeds.evaluation``, ``seeds.held_out_extension``)."""
+
+    evaluation: SeedBlock
+    """The profile's evaluation seeds: every arm of its results meets each on every domain and buyer."""
+    held_out_extension: SeedBlock
+    """The profile's extra held-out-domain seeds, used only if its doubling rule fires."""
+
+
+class EvaluationProfile(StrictModel):
+    """A hardware profile's own evaluation design (the ``lm`` ladder's GPU profile: more seed clusters
+    than two CPU cores can evaluate). ``Protocol.for_profile`` puts these sections in place of the
+    protocol's own for that profile's results; every other section is shared."""
+
+    seeds: EvaluationSeeds
+    """Replaces ``seeds.evaluation`` and ``seeds.held_out_extension``."""
+    evaluation: Evaluation
+    """Replaces ``evaluation``."""
+    guards: Guards
+    """Replaces ``guards`` (an allowance that a correct arm trips by chance depends on the design)."""
+    held_out_doubling: HeldOutDoubling
+    """Replaces ``held_out_doubling`` (its trigger is the profile's largest trained size)."""

@@ -47,14 +47,17 @@ class AuditReport(StrictModel):
         return all(f.status != "fail" for f in self.findings)
 
 
-def _load_context(study: str | Study, root: Path, results_dir: Path) -> AuditContext:
-    """The checks' inputs: the study as loaded (once); when it does not load, its registry and
-    lock alone, so their own findings are still reported."""
-    if isinstance(study, Study):
-        return AuditContext(ResultsLayout(results_dir), study)
+def _load_context(study: str | Study, root: Path, results_dir: Path, profile: str | None) -> AuditContext:
+    """The checks' inputs: the study as loaded (once) and read in the profile of the results
+    (``profile``, else ``Study.results_profile``); when it does not load, its registry and lock
+    alone, so their own findings are still reported."""
     try:
-        return AuditContext(ResultsLayout(results_dir), load_study(study, root))
+        loaded = study if isinstance(study, Study) else load_study(study, root)
+        return AuditContext(ResultsLayout(results_dir),
+                            loaded.in_profile(profile or loaded.results_profile(results_dir)))
     except ConfigError as exc:
+        if isinstance(study, Study):
+            raise
         return AuditContext(ResultsLayout(results_dir), None, str(exc), load_registry(study, root),
                             checked_lock(study, root))
 
@@ -72,7 +75,8 @@ def _run_check(check: Check, ctx: AuditContext) -> list[Finding]:
         return [Finding(check=check.name, status="fail", evidence=line) for line in str(exc).splitlines()]
 
 
-def run_audit(study: str | Study, *, root: Path | None = None, results_dir: Path | None = None) -> AuditReport:
+def run_audit(study: str | Study, *, root: Path | None = None, results_dir: Path | None = None,
+              profile: str | None = None) -> AuditReport:
     """Run every check of ``CHECKS`` on ``study``.
 
     Args:
@@ -80,11 +84,13 @@ def run_audit(study: str | Study, *, root: Path | None = None, results_dir: Path
             even when it does not load).
         root: repository root; default this checkout.
         results_dir: where the pipeline wrote results; default ``<root>/outputs/<study>``.
+        profile: the hardware profile whose evaluation design the results follow; default the
+            one ``Study.results_profile`` reads from them.
     """
     root = study.root if isinstance(study, Study) else Path(root or default_root())
     name = study.name if isinstance(study, Study) else study
     results = Path(results_dir) if results_dir is not None else default_results(name, root)
-    ctx = _load_context(study, root, results)
+    ctx = _load_context(study, root, results, profile)
     findings = [finding for check in CHECKS for finding in _run_check(check, ctx)]
     return AuditReport(version=1, study=name, results_dir=ctx.show(results),
                        declared_only=not ctx.layout.exists(), findings=tuple(findings))

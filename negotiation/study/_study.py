@@ -55,6 +55,9 @@ class Study:
     """Continuation runs branching off the protocol's rule (``registry/<study>/continuations.yaml``)."""
     registry: Registry | None = None
     """``registry/<study>/`` as read (deviations, sign-offs, file problems); empty when not given."""
+    profile: str = "cpu"
+    """The hardware profile whose results this study reads: ``protocol`` is the file's protocol
+    ``for_profile(profile)`` (the GPU profile's own evaluation design, where it has one)."""
     arms: dict[str, Arm] = field(init=False)
     """Every planned arm: frozen, then added (``merge_arms``)."""
 
@@ -196,6 +199,21 @@ class Study:
         """Combined step a trained arm is read at."""
         return resolve_read_step(self.protocol, self.arms[arm] if isinstance(arm, str) else arm)
 
+    def in_profile(self, profile: str) -> Study:
+        """This study reading ``profile``'s results (``Protocol.for_profile``); from a study loaded
+        for ``cpu`` (the file's protocol), or the same profile."""
+        if profile == self.profile:
+            return self
+        if self.profile != "cpu":
+            raise ValueError(f"a study loaded for profile {self.profile!r} cannot read {profile!r}")
+        return replace(self, protocol=self.protocol.for_profile(profile), profile=profile)
+
+    def results_profile(self, results: Path) -> str:
+        """The profile whose results ``results`` holds: ``gpu`` when a GPU-profile arm was evaluated
+        there (each profile evaluates in its own folder), else ``cpu``."""
+        layout = ResultsLayout(Path(results))
+        return "gpu" if any(layout.evaluate(arm).exists() for arm in self.gpu_profile_arms()) else "cpu"
+
     def gpu_profile_arms(self) -> set[str]:
         """Arms of sizes whose ``profile`` is ``gpu`` (the ``lm`` ladder's GPU profile): built on one
         GPU by the GPU profile's own stages (``pipelines/<study>/gpu/dvc.yaml``, results in
@@ -216,12 +234,13 @@ def as_study(study: str | Study, root: Path | None = None) -> Study:
     return study if isinstance(study, Study) else load_study(study, root)
 
 
-def load_study(study: str, root: Path | None = None, *, registry: bool = True) -> Study:
+def load_study(study: str, root: Path | None = None, *, registry: bool = True, profile: str = "cpu") -> Study:
     """Load and cross-check ``protocol/<study>/`` and ``registry/<study>/``; raise ``ConfigError``
     naming file and key (an unreadable added arm or continuation; other registry problems are kept
     in ``.registry.problems`` for the audit). Call it once per process and pass the ``Study`` down.
     ``registry=False`` reads the frozen part only (the lock covers it, so a registry mistake does
-    not read as a changed protocol)."""
+    not read as a changed protocol). ``profile``: the hardware profile whose results are read
+    (``Protocol.for_profile``; the GPU profile's stages and commands pass ``gpu``)."""
     root = Path(root or default_root())
     folder = study_dir(study, root)
     if not folder.is_dir():
@@ -250,8 +269,9 @@ def load_study(study: str, root: Path | None = None, *, registry: bool = True) -
     if arms.study != study:
         arm_issues.append(("study", f"{arms.study!r} differs from the folder name {study!r}"))
     _raise(shown_arms, arm_issues)
+    protocol = protocol.for_profile(profile)
     if not registry:
-        return Study(study, root, protocol, dict(arms.arms))
+        return Study(study, root, protocol, dict(arms.arms), profile=profile)
     registry_part = load_registry(study, root)
     if registry_part.unreadable:
         raise ConfigError("\n".join(registry_part.unreadable))
@@ -261,4 +281,4 @@ def load_study(study: str, root: Path | None = None, *, registry: bool = True) -
            [p for name, arm in added.items() for p in unknown_names(protocol, name, arm, "added_arms")])
     if registry_part.panel is not None:
         _raise(display_path(panel_path(study, root), root), panel_problems(registry_part.panel, protocol))
-    return Study(study, root, protocol, dict(arms.arms), added, registry_part.continuations, registry_part)
+    return Study(study, root, protocol, dict(arms.arms), added, registry_part.continuations, registry_part, profile)

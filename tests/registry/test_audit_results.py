@@ -318,7 +318,8 @@ def test_gpu_profile_primaries_are_required_only_where_their_arms_were_evaluated
     layout.contrasts.write_text(json.dumps({"version": 1, "study": "lm", "contrasts": [xs]}))
     findings = [f for f in run_audit("lm", root=root).findings if f.check == "contrasts"]
     assert [f.status for f in findings] == ["skipped", "pass"]
-    assert findings[0].evidence.startswith("lm_l_shared - lm_l_base, lm_m_shared - lm_m_base: not evaluated under")
-    layout.evaluate("lm_m_shared").mkdir(parents=True)  # a folder holding a GPU arm must carry its primary
+    assert findings[0].evidence.startswith("lm_l_shared_104 - lm_l_base, lm_m_shared_104 - lm_m_base, "
+                                           "lm_xl_shared_104 - lm_xl_base: not evaluated under")
+    layout.evaluate("lm_m_shared_104").mkdir(parents=True)  # a folder holding a GPU arm must carry its primary
     assert failures(run_audit("lm", root=root), "contrasts") == [
-        "outputs/lm/analyze/contrasts.json:contrasts: primary contrast lm_m_shared - lm_m_base is missing"]
+        "outputs/lm/analyze/contrasts.json:contrasts: primary contrast lm_m_shared_104 - lm_m_base is missing"]

@@ -1,0 +1,20 @@
+"""``--profile`` of the commands that read a results folder: the GPU design where asked or evaluated."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cli.cli_runner import assert_one_line_error, nego, nego_json
+
+
+@pytest.mark.parametrize("command", [["audit", "lm"], ["validate", "--study", "lm"], ["analyze", "--study", "lm"],
+                                     ["report", "--study", "lm"]])
+def test_an_unknown_profile_is_one_line_naming_the_known_ones(command, tmp_path):
+    result = nego(*command, "--results", str(tmp_path), "--profile", "tpu")
+    assert_one_line_error(result, "--profile:tpu: not a profile; known: ['cpu', 'gpu']")
+
+
+def test_the_audit_reads_the_declared_gpu_design_when_asked():
+    report = nego_json("audit", "lm", "--profile", "gpu")
+    assert report["study"] == "lm" and report["declared_only"]
+    assert all(f["status"] != "fail" for f in report["findings"])
