@@ -188,6 +188,6 @@ def _built_elsewhere(ctx: AuditContext, missing: set[tuple[str, str]]) -> set[tu
     if not gpu:
         return set()
     cpu = {n for n, a in ctx.study.arms.items() if n not in gpu and a.kind != "reference"}
-    groups = [gpu, cpu] if any(ctx.layout.evaluate(arm).exists() for arm in gpu) else [gpu]
+    groups = [gpu, cpu] if ctx.study.results_profile(ctx.layout.dir) == "gpu" else [gpu]
     return {pair for pair in missing if any(set(pair) <= group for group in groups)
             and not any(ctx.layout.evaluate(arm).exists() for arm in pair)}
