@@ -16,7 +16,7 @@ from typing import Any, Callable
 from negotiation.errors import ConfigError
 from negotiation.ladder._corpus import seller_chats, tokenizer_texts
 from negotiation.lm import (
-    PAD, TurnTags, build_model, count_parameters, derive_turn_tags, encode_examples, load_tokenizer, save_checkpoint,
+    PAD, SFT_RESUME_FILE, TurnTags, build_model, count_parameters, derive_turn_tags, encode_examples, load_tokenizer, save_checkpoint,
     template_kwargs, train_sft, train_tokenizer,
 )
 
@@ -70,7 +70,8 @@ def write_base(protocol: Any, size: str, tokenizer_dir: str | Path, folder: str 
     the record.
 
     ``steps`` (default: the recipe's ``steps`` for a cpu size, ``gpu_steps`` for a gpu size) may
-    be 0: the folder then holds the untrained initialisation.
+    be 0: the folder then holds the untrained initialisation. A warm start cut short (a GPU call's
+    time limit) resumes from ``folder``'s ``SFT_RESUME_FILE`` when called again.
     """
     spec = lm_size(protocol, size)
     recipe = protocol.warm_start
@@ -90,7 +91,9 @@ def write_base(protocol: Any, size: str, tokenizer_dir: str | Path, folder: str 
         log(f"warm start of {size}: {record['parameters']:,} parameters, {len(train)} training chats "
             f"({dropped} longer than {recipe.sequence_tokens} tokens left out), {len(validation)} validation chats")
         model.to(device or "cpu")
-        result = train_sft(model, recipe, steps, batch, train, validation, tokenizer.convert_tokens_to_ids(PAD), log=log)
+        Path(folder).mkdir(parents=True, exist_ok=True)  # the resume file lives there until the base does
+        result = train_sft(model, recipe, steps, batch, train, validation, tokenizer.convert_tokens_to_ids(PAD),
+                           log=log, resume=Path(folder) / SFT_RESUME_FILE)
         model.to("cpu")
         result.dropped_too_long = dropped
         record.update({"train_examples": result.train_examples, "dropped_too_long": dropped,
@@ -100,4 +103,5 @@ def write_base(protocol: Any, size: str, tokenizer_dir: str | Path, folder: str 
         log(f"warm start of {size}: {steps} steps in {result.seconds:.1f} s")
     save_checkpoint(model, tokenizer, folder)
     _write_json(Path(folder) / WARM_START_RECORD, record)
+    (Path(folder) / SFT_RESUME_FILE).unlink(missing_ok=True)  # finished: the folder is the base alone
     return record

@@ -16,6 +16,7 @@ from typing import Any
 from negotiation._lazy import lazy_attribute
 from negotiation.lm._model import build_model, count_parameters, model_config, save_checkpoint
 from negotiation.lm._sft import Chat, SftResult, encode_examples, train_sft
+from negotiation.lm._sft_resume import SFT_RESUME_FILE
 from negotiation.lm._tokenizer import (
     BOS, CHAT_TEMPLATE, END_OF_TURN, EOS, PAD, SPECIAL_TOKENS, START_OF_TURN, load_tokenizer, train_tokenizer,
 )
@@ -25,8 +26,8 @@ from negotiation.lm._turn_tags import (
 )
 
 __all__ = [
-    "BOS", "CHAT_TEMPLATE", "DEFAULT_HISTORY", "END_OF_TURN", "EOS", "PAD", "SPECIAL_TOKENS", "START_OF_TURN",
-    "THINKING_TEMPLATE_VAR",
+    "BOS", "CHAT_TEMPLATE", "DEFAULT_HISTORY", "END_OF_TURN", "EOS", "PAD", "SFT_RESUME_FILE", "SPECIAL_TOKENS",
+    "START_OF_TURN", "THINKING_TEMPLATE_VAR",
     "BatchGenerator", "Chat", "ChatTokenizer", "ContextTooLongError", "Generation", "GenerationQueue",
     "GenerationRequest", "SftResult", "SlotDecoder", "StaticBatchGenerator", "TurnEnd",
     "TurnTagError", "TurnTags", "build_model", "check_round_trip", "count_parameters",

@@ -15,7 +15,9 @@ bottom in ``warm_start``:
 - AdamW (β 0.9/0.95, ``weight_decay``), float32 weights (bf16 autocast on CUDA), gradient-norm clip 1.0, linear warmup over
   ``warmup_steps`` then cosine to a tenth of ``learning_rate`` on the last step;
 - validation: the same loss over ``validation_chats`` held-out chats (validation seeds), at step 0, every
-  ``validation_every`` steps and after the last step.
+  ``validation_every`` steps and after the last step;
+- resume: with a ``resume`` file the loop's state is saved at every validation point after step 0
+  and an interrupted warm start continues from it exactly (``_sft_resume``).
 
 Same protocol, same size, same seed: the same checkpoint bytes on the same machine (tested).
 """
@@ -25,10 +27,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from negotiation.lm._sft_resume import read_sft_resume, write_sft_resume
 from negotiation.lm._turn_tags import TurnTags, encode_chat
 
 __all__ = ["Chat", "SftResult", "encode_examples", "lr_at_step", "masked_lm_loss", "target_loss", "train_sft"]
@@ -161,9 +165,12 @@ def _validation_loss(model: Any, examples: Sequence[tuple[list[int], list[int]]]
 
 
 def train_sft(model: Any, recipe: Any, steps: int, batch_sequences: int, train: Sequence[tuple[list[int], list[int]]],
-              validation: Sequence[tuple[list[int], list[int]]], pad_id: int, *, log: Any = print) -> SftResult:
+              validation: Sequence[tuple[list[int], list[int]]], pad_id: int, *, log: Any = print,
+              resume: Path | None = None) -> SftResult:
     """Fine-tune ``model`` in place on ``train``: ``steps`` steps of ``batch_sequences`` chats with
-    ``recipe``'s rate, warmup, decay and order seed (``WarmStart``), on the model's device."""
+    ``recipe``'s rate, warmup, decay and order seed (``WarmStart``), on the model's device.
+    ``resume``: a file the loop's state is saved to at every validation point and continued from
+    (``_sft_resume``; a GPU call's time limit then costs at most ``validation_every`` steps)."""
     import torch
 
     start = time.perf_counter()
@@ -173,29 +180,55 @@ def train_sft(model: Any, recipe: Any, steps: int, batch_sequences: int, train: 
                                   weight_decay=recipe.weight_decay)
     rng = np.random.default_rng(recipe.seed)
     order: list[int] = []
-    for step in range(steps):
-        if step % recipe.validation_every == 0:
+    key = _resume_key(model, recipe, steps, batch_sequences, train, validation)
+    first, before = 0, 0.0
+    restored = read_sft_resume(resume, key, model, optimizer, rng, result) if resume is not None else None
+    if restored is not None:
+        first, order, before = restored
+        log(f"warm start resumes at step {first} from {resume}")
+    for step in range(first, steps):
+        if step % recipe.validation_every == 0 and (restored is None or step > first):
             _record_validation(model, validation, pad_id, batch_sequences, step, result, log)
+            if resume is not None and step > 0:
+                write_sft_resume(resume, key, step, model, optimizer, rng, order, result,
+                                 before + time.perf_counter() - start)
         while len(order) < batch_sequences:
             order += [int(i) for i in rng.permutation(len(train))]
         picked, order = order[:batch_sequences], order[batch_sequences:]
-        ids, attention, mask = (t.to(model.device) for t in _batch([train[i] for i in picked], pad_id))
-        model.train()
-        with _autocast(model):
-            loss_sum, n = target_loss(model, ids, attention, mask)
-        loss = loss_sum / n.clamp(min=1.0)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at_step(step, steps, recipe.learning_rate, recipe.warmup_steps)
-        optimizer.step()
-        result.seller_tokens_seen += int(n)
-        result.train_loss.append((step, float(loss.detach())))
+        _sft_step(model, optimizer, [train[i] for i in picked], pad_id,
+                  lr_at_step(step, steps, recipe.learning_rate, recipe.warmup_steps), step, result)
     _record_validation(model, validation, pad_id, batch_sequences, steps, result, log)
     model.eval()
-    result.seconds = time.perf_counter() - start
+    result.seconds = before + time.perf_counter() - start
     return result
+
+
+def _resume_key(model: Any, recipe: Any, steps: int, batch: int, train: Sequence, validation: Sequence) -> dict[str, Any]:
+    """What a saved warm start must match to be continued: its budget, recipe and data."""
+    fields = ("learning_rate", "warmup_steps", "weight_decay", "seed", "validation_every")
+    return {"steps": steps, "batch_sequences": batch, "train_examples": len(train),
+            "validation_examples": len(validation), "parameters": sum(p.numel() for p in model.parameters()),
+            **{name: getattr(recipe, name) for name in fields}}
+
+
+def _sft_step(model: Any, optimizer: Any, examples: Sequence[tuple[list[int], list[int]]], pad_id: int,
+              lr: float, step: int, result: SftResult) -> None:
+    """One optimizer step on ``examples`` at rate ``lr``; its loss goes into ``result``."""
+    import torch
+
+    ids, attention, mask = (t.to(model.device) for t in _batch(examples, pad_id))
+    model.train()
+    with _autocast(model):
+        loss_sum, n = target_loss(model, ids, attention, mask)
+    loss = loss_sum / n.clamp(min=1.0)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    optimizer.step()
+    result.seller_tokens_seen += int(n)
+    result.train_loss.append((step, float(loss.detach())))
 
 
 def _record_validation(model: Any, validation: Sequence, pad_id: int, batch: int, step: int,

@@ -62,9 +62,9 @@ def run_init(study: Study | str, size: str, out_dir: Path) -> Path:
     if spec.kind == "lm":
         from negotiation.ladder import write_base
 
-        _refuse_finished(out_dir / "warm_start.json", out_dir)
+        _refuse_finished(out_dir / "warm_start.json", out_dir)  # one cut short resumes (write_base)
         tokenizer = _layout(study, size=size).tokenizer  # the size's profile's tokenizer stage
-        write_base(study.protocol, size, tokenizer, out_dir)
+        write_base(study.protocol, size, tokenizer, out_dir, device=_stage_device())
         return out_dir
     models = os.environ.get(MODELS_ENV)
     local = Path(models) / spec.checkpoint if models else None
@@ -73,6 +73,14 @@ def run_init(study: Study | str, size: str, out_dir: Path) -> Path:
             f"init@{size}: the base checkpoint {spec.checkpoint!r} is not on this machine; download it and "
             f"set {MODELS_ENV} to the folder holding it (looked at {local or f'${MODELS_ENV} (unset)'})")
     return _write_json(out_dir / "source.json", {"size": size, "checkpoint": str(local.resolve())})
+
+
+def _stage_device() -> str:
+    """Where a training stage (``init@``, ``train@``) runs: CUDA when the machine has it (the GPU
+    profile's machine), else the CPU."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _layout(study: Study, **which: str) -> ResultsLayout:
@@ -173,7 +181,7 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, t
 
     owner = study.arms[info["params_key"].split(".", 1)[1]]
     parent = branch_checkpoint(study.root / info["start"], info["branch_step"]) if info["parent"] else None
-    cuda = torch.cuda.is_available()
+    cuda = _stage_device() == "cuda"
     precision = study.protocol.recipe_for(info["size"]).optimizer.precision
     runtime = LmRuntime(device="cuda" if cuda else "cpu", dtype="bfloat16" if precision == "bf16" else "float32",
                         gradient_checkpointing=runtime_switch("training.gradient_checkpointing") if cuda else False,
