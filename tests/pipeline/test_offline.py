@@ -1,4 +1,4 @@
-"""The GPU profile's DVC stages and their round trip: run without DVC or MLflow, bring home, commit.
+"""The GPU profile's DVC stages and their round trip: run without what the GPU machine lacks, bring home, commit.
 
 The stand-in for a GPU stage is the GPU pipeline's own reference-seller stages (``select``,
 ``pilot``, ``evaluate`` of ``ref_boulware``) and ``scenarios``: the same stage scripts, commands
@@ -22,7 +22,7 @@ GPU_FILE = Path("pipelines/lm/gpu/dvc.yaml")
 BLOCKER = """import sys
 class _Absent:
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("mlflow", "dvc"):
+        if name.split(".")[0] in ("mlflow", "dvc", "litellm", "omegaconf", "great_expectations", "negmas"):
             raise ImportError(f"No module named {name!r} (blocked: the GPU machine has none)")
 sys.meta_path.insert(0, _Absent())
 """
