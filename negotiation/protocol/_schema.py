@@ -103,11 +103,16 @@ class Protocol(StrictModel):
                                        "held_out_doubling": design.held_out_doubling})
 
     def key_for(self, profile: str, key: str) -> str:
-        """The file's key that holds ``key`` of ``for_profile(profile)``: under ``gpu_evaluation``
-        where the GPU profile replaces it (``evaluation.x`` -> ``gpu_evaluation.evaluation.x``), else
-        ``key`` (what a GPU stage lists as its params, and what a problem names)."""
+        """The file's key that holds what ``profile`` reads as ``key``: for ``gpu``, under
+        ``gpu_evaluation`` where it replaces the key (``evaluation.x`` -> ``gpu_evaluation.evaluation.x``)
+        and ``gpu_training`` for ``training`` (its sizes' recipe, ``recipe_for``); else ``key``. What
+        a GPU stage lists as its params, and what a problem names."""
+        if profile != "gpu":
+            return key
+        if (key == "training" or key.startswith("training.")) and self.gpu_training is not None:
+            return f"gpu_{key}"
         replaced = any(key == k or key.startswith(k + ".") for k in _PROFILE_KEYS)
-        return f"gpu_evaluation.{key}" if profile == "gpu" and self.gpu_evaluation is not None and replaced else key
+        return f"gpu_evaluation.{key}" if self.gpu_evaluation is not None and replaced else key
 
     def design_problems(self) -> list[tuple[str, str]]:
         """``(key, reason)`` for every count that does not add up (the loader reports them), the

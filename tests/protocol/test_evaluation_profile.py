@@ -32,9 +32,10 @@ def test_the_gpu_profile_reads_its_own_design_and_shares_the_rest():
 
 def test_a_study_without_a_gpu_design_reads_its_own_in_every_profile():
     demo = load_study("demo")
-    assert demo.protocol.gpu_evaluation is None
+    assert demo.protocol.gpu_evaluation is None and demo.protocol.gpu_training is None
     assert demo.protocol.for_profile("gpu") is demo.protocol
-    assert demo.protocol.key_for("gpu", "evaluation.seeds_per_domain") == "evaluation.seeds_per_domain"
+    for key in ("evaluation.seeds_per_domain", "training.read_points"):
+        assert demo.protocol.key_for("gpu", key) == key
 
 
 @pytest.mark.parametrize(("key", "gpu_key"), [
@@ -46,6 +47,9 @@ def test_a_study_without_a_gpu_design_reads_its_own_in_every_profile():
     ("seeds.training", "seeds.training"),
     ("evaluation_notes", "evaluation_notes"),
     ("pilot_gate", "pilot_gate"),
+    ("training", "gpu_training"),
+    ("training.read_points", "gpu_training.read_points"),
+    ("training_notes", "training_notes"),
 ])
 def test_key_for_names_the_key_the_file_holds(key, gpu_key):
     protocol = load_study("lm").protocol
@@ -104,5 +108,6 @@ def test_every_gpu_stage_reads_the_gpu_design_and_lists_its_keys():
             for file, keys in (params.items() if isinstance(params, dict) else ()):
                 if file.endswith(PROTOCOL):
                     listed |= set(keys)
-    assert not [k for k in listed if any(k == r or k.startswith(r + ".") for r in REPLACED)]
-    assert {"gpu_evaluation.seeds.evaluation", "gpu_evaluation.evaluation"} <= listed
+    assert not [k for k in listed if any(k == r or k.startswith(r + ".") for r in (*REPLACED, "training"))]
+    assert {"gpu_evaluation.seeds.evaluation", "gpu_evaluation.evaluation", "gpu_training",
+            "gpu_training.read_points"} <= listed
