@@ -21,7 +21,7 @@ _EXPORTS = {
                  "ledger_path", "run_offline", "stage_commands"),
     "_progress": ("StageProgress",),
     "_plan": ("PROFILES", "build_plan", "plan_path", "planned_arms", "profile_of", "profile_out", "profile_plan", "profiles",
-              "render_plan", "results_profile", "stale_code_deps", "write_plan"),
+              "render_plan", "stale_code_deps", "write_plan"),
     "_scenarios": ("run_scenarios", "scenario_table"),
     "_status": ("arm_reads", "arm_rows", "study_state"),
     "_template": ("DEVICE_STAGES",),

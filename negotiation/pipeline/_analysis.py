@@ -29,7 +29,7 @@ from negotiation.tracking import MlflowTracker, experiment_name, git_commit
 
 def _planned(study: Study | str, arms: list[str] | None, results_dir: Path) -> Study:
     """The study with the arms these stages read: ``arms`` when given (``scoped``), else every arm
-    the plan of the profile whose results folder ``results_dir`` is builds (``results_profile``):
+    the plan of the profile whose results ``results_dir`` holds builds (``Study.results_profile``):
     the CPU profile's in ``outputs/<study>``, the GPU profile's and the reference sellers in
     ``outputs/<study>-gpu``. Without that rule a fresh ``dvc --cd pipelines/lm repro`` stopped
     at validate, waiting for tables no stage of it writes."""

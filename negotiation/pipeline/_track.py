@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from negotiation.pipeline._evaluate import log_evaluation_run
-from negotiation.pipeline._plan import build_plan, results_profile
+from negotiation.pipeline._plan import build_plan
 from negotiation.study import ResultsLayout, Study, as_study
 from negotiation.tracking import (
     READ_ALIAS, RECORD_FILE, describe_experiment, experiment_description, experiment_id, experiment_name,
@@ -144,7 +144,7 @@ def run_track(study: Study | str, results_dir: Path) -> dict[str, Any]:
     client = _client()
     loaded = as_study(study)
     study = loaded.name
-    plan = build_plan(loaded, profile=results_profile(loaded, Path(results_dir)))["plan"]
+    plan = build_plan(loaded, profile=loaded.results_profile(Path(results_dir)))["plan"]
     describe_experiment(client, experiment_id(client, experiment_name(study)), experiment_description(study))
     training = _log_training(client, study, layout, plan["runs"])
     logged = _logged(client, study)

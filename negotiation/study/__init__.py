@@ -43,7 +43,7 @@ from negotiation.study._guards import (
     study_guard_rules,
 )
 from negotiation.study._panel import PANEL_FILE, Panel, load_panel, panel_path, panel_problems
-from negotiation.study._layout import RESULTS_ROOT, ResultsLayout, default_root, registry_dir, results_dir, study_dir
+from negotiation.study._layout import GPU_SUFFIX, RESULTS_ROOT, ResultsLayout, default_root, registry_dir, results_dir, study_dir
 from negotiation.study._prices import ModelPrice, TokenPrices, load_token_prices, spec_model
 from negotiation.study._lock import Lock, LockError, checked_lock, freeze, lock_problems, protocol_hash, verify
 from negotiation.study._records import (
@@ -65,7 +65,7 @@ __all__ = [
     "PRESPECIFIED_THRESHOLDS", "GuardRules", "GuardThresholds", "PostHocThresholds", "ProjectPrespecified",
     "guard_rule_problems", "load_guard_thresholds", "resolve_guards", "study_guard_rules",
     "ModelPrice", "TokenPrices", "load_token_prices", "spec_model",
-    "RESULTS_ROOT", "AddedArm", "AddedArms", "Branch", "ContinuationEntry", "Continuations", "ContrastResult",
+    "GPU_SUFFIX", "RESULTS_ROOT", "AddedArm", "AddedArms", "Branch", "ContinuationEntry", "Continuations", "ContrastResult",
     "ContrastSpec", "Interval", "Lock", "LockError", "PilotCell", "PilotRecord", "ResultsLayout", "SamplingRecord",
     "SamplingUse", "SelectionRecord", "Study", "added_arms_document", "added_arms_path", "arm_entry_as_written",
     "arm_problems", "as_study", "checked_lock",

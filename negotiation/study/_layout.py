@@ -30,9 +30,11 @@ from pathlib import Path
 from negotiation._root import find_root
 from negotiation.names import check_name
 
-__all__ = ["RESULTS_ROOT", "ResultsLayout", "default_root", "registry_dir", "results_dir", "study_dir"]
+__all__ = ["GPU_SUFFIX", "RESULTS_ROOT", "ResultsLayout", "default_root", "registry_dir", "results_dir", "study_dir"]
 
 RESULTS_ROOT = "outputs"
+GPU_SUFFIX = "-gpu"
+"""What names a study's GPU profile beside its own: ``outputs/<study>-gpu``, ``pipelines/plans/<study>-gpu.yaml``."""
 """Folder under the repository root holding one results directory per study."""
 
 
@@ -53,11 +55,13 @@ def registry_dir(study: str, root: Path | None = None) -> Path:
     return Path(root or default_root()) / "registry" / study
 
 
-def results_dir(study: str, root: Path | None = None) -> Path:
-    """The default results directory of ``study``: ``<root>/outputs/<study>``; with ``root``
-    ``Path()`` it is the relative ``outputs/<study>`` the pipeline files name."""
+def results_dir(study: str, root: Path | None = None, profile: str = "cpu") -> Path:
+    """The default results directory of ``study``'s ``profile``: ``<root>/outputs/<study>`` (the GPU
+    profile's: ``outputs/<study>-gpu``); with ``root`` ``Path()`` it is the relative path the
+    pipeline files name."""
     check_name("study", study)
-    return (Path(root) if root is not None else default_root()) / RESULTS_ROOT / study
+    name = f"{study}{GPU_SUFFIX}" if profile == "gpu" else study
+    return (Path(root) if root is not None else default_root()) / RESULTS_ROOT / name
 
 
 @dataclass(frozen=True)

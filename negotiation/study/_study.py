@@ -209,10 +209,18 @@ class Study:
         return replace(self, protocol=self.protocol.for_profile(profile), profile=profile)
 
     def results_profile(self, results: Path) -> str:
-        """The profile whose results ``results`` holds: ``gpu`` when a GPU-profile arm was evaluated
-        there (each profile evaluates in its own folder), else ``cpu``."""
+        """The profile whose results ``results`` holds: ``gpu`` for the GPU profile's folder
+        (``outputs/<study>-gpu``) and for any folder holding a GPU-profile arm's evaluation or run
+        (a kept copy of it), else ``cpu``. Each profile builds in its own folder."""
+        gpu = self.gpu_profile_arms()
+        if not gpu:
+            return "cpu"
+        if Path(results).resolve() == results_dir(self.name, self.root, "gpu").resolve():
+            return "gpu"
         layout = ResultsLayout(Path(results))
-        return "gpu" if any(layout.evaluate(arm).exists() for arm in self.gpu_profile_arms()) else "cpu"
+        runs = {self.arms[arm].run for arm in gpu if self.arms[arm].kind == "trained"}
+        held = any(layout.evaluate(arm).exists() for arm in gpu) or any(layout.train(run).exists() for run in runs)
+        return "gpu" if held else "cpu"
 
     def gpu_profile_arms(self) -> set[str]:
         """Arms of sizes whose ``profile`` is ``gpu`` (the ``lm`` ladder's GPU profile): built on one

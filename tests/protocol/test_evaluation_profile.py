@@ -85,6 +85,11 @@ def test_results_read_in_the_profile_that_evaluated_them(tmp_path):
     assert study.results_profile(tmp_path) == "cpu"  # reference sellers are evaluated in both
     (tmp_path / "evaluate" / "lm_m_base").mkdir()
     assert study.results_profile(tmp_path) == "gpu"
+    run_only = tmp_path / "run_only"
+    (run_only / "train" / "lm_xl_shared_cont").mkdir(parents=True)  # a GPU run, nothing evaluated yet
+    assert study.results_profile(run_only) == "gpu"
+    assert study.results_profile(study.root / "outputs" / "lm-gpu") == "gpu"  # the GPU folder, even empty
+    assert load_study("demo").results_profile(tmp_path) == "cpu"  # no GPU profile at all
     gpu = study.in_profile("gpu")
     assert gpu.profile == "gpu" and gpu.protocol.evaluation.seeds_per_domain == 32
     assert gpu.in_profile("gpu") is gpu

@@ -28,7 +28,7 @@ def test_tokenizer_and_init_load_once(stage_env, stage, loads, monkeypatch, tmp_
     import negotiation.ladder as ladder
 
     monkeypatch.setattr(ladder, "write_tokenizer", lambda protocol, folder: {"stub": str(folder)})
-    monkeypatch.setattr(ladder, "write_base", lambda protocol, size, tokenizer, folder: {"stub": str(folder)})
+    monkeypatch.setattr(ladder, "write_base", lambda protocol, size, tokenizer, folder, **kw: {"stub": str(folder)})
     (tmp_path / "models" / "google/gemma-4-E2B-it").mkdir(parents=True)
     monkeypatch.setenv("NEGO_MODELS_DIR", str(tmp_path / "models"))
     _once(loads, stage, "tokenizer", "--study", "lm", "--out", f"{stage_env}/tokenizer")
