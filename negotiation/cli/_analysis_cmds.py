@@ -15,14 +15,12 @@ import numpy as np
 import typer
 
 from negotiation.analysis import EPISODE_COLUMNS, AnalysisError, require_columns
-from negotiation.cli._output import JSON_OPTION, jsonable, print_json
+from negotiation.cli._output import JSON_OPTION, PROFILE_OPTION, jsonable, print_json
 from negotiation.errors import ConfigError
 
 STUDY = typer.Option("demo", "--study", help="Study whose protocol/<study>/ supplies the constants.")
 ROOT = typer.Option(None, "--root", help="Repository root holding protocol/ and registry/ (default: this checkout).")
 RESULTS = typer.Option(None, "--results", help="Results directory (default outputs/<study>).")
-PROFILE = typer.Option(None, "--profile", help="Hardware profile whose evaluation design the results follow "
-                       "(cpu or gpu; default: gpu when a GPU-profile arm was evaluated there).")
 def _results_dir(study, results: Optional[Path]) -> Path:
     return Path(results) if results is not None else study.layout.dir
 
@@ -197,7 +195,7 @@ def frontier_command(
 
 
 def validate_command(study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
-                     profile: Optional[str] = PROFILE, json_out: bool = JSON_OPTION) -> None:
+                     profile: Optional[str] = PROFILE_OPTION, json_out: bool = JSON_OPTION) -> None:
     """Validate every arm's episode table (great-expectations); exit 1 naming failures."""
     from negotiation.analysis import validate_results
 
@@ -220,7 +218,7 @@ def analyze_command(
     study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
-    profile: Optional[str] = PROFILE, json_out: bool = JSON_OPTION,
+    profile: Optional[str] = PROFILE_OPTION, json_out: bool = JSON_OPTION,
 ) -> None:
     """Metrics, contrasts (Holm on the primary family), frontier columns and guards → analyze/."""
     from negotiation.analysis import analyze_results
@@ -269,7 +267,7 @@ def report_command(
     out: Optional[Path] = typer.Option(None, "--out", help="Report folder (default <results>/report)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
-    profile: Optional[str] = PROFILE, json_out: bool = JSON_OPTION,
+    profile: Optional[str] = PROFILE_OPTION, json_out: bool = JSON_OPTION,
 ) -> None:
     """Validated tables → analysis → report.html, report.md, figures/*.png and transcripts.html."""
     from negotiation.analysis import report_results

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from negotiation.cli._app import EXIT_FAILED, EXIT_INPUT
 from negotiation.cli._config import require_study
+from negotiation.cli._output import PROFILE_OPTION
 from negotiation.cli._protocol_cmds import exit_with, root_option
 from negotiation.errors import ConfigError
 from negotiation.names import check_name
@@ -50,9 +51,7 @@ def audit_command(
         None, "--results", help="Results directory (default: outputs/<study> under the root).", file_okay=False
     ),
     root: Optional[Path] = root_option(),
-    profile: Optional[str] = typer.Option(None, "--profile", help="Hardware profile whose evaluation design the "
-                                          "results follow (cpu or gpu; default: gpu when a GPU-profile arm was "
-                                          "evaluated there)."),
+    profile: Optional[str] = PROFILE_OPTION,
 ) -> None:
     require_study(study, root)
     if profile is not None:
