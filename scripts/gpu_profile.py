@@ -1,6 +1,7 @@
 """The lm study's GPU profile round trip: its DVC stages, run on a GPU machine without DVC, then home.
 
-On the GPU machine (torch, transformers; no DVC, no MLflow; pydantic from carried wheels):
+On the GPU machine (torch, transformers; no DVC, no MLflow; pydantic from the wheels ``scripts/gpu_wheels.sh``
+fetches here, then ``pip install --no-index --find-links .whl pydantic`` there):
 
     python scripts/gpu_profile.py run                      # every device stage not yet run, in order
     python scripts/gpu_profile.py run --stages 'init@*' 'train@lm_m_*'   # a part (fnmatch on names), e.g. per call

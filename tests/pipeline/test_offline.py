@@ -115,3 +115,15 @@ def test_round_trip_without_dvc_or_mlflow_then_commit_leaves_dvc_status_clean(tm
     assert repro.returncode == 0, repro.stderr
     assert "Running stage" not in repro.stdout
     assert episodes.stat().st_mtime_ns == stamp
+
+
+def test_the_gpu_machine_wheels_are_the_locks_pins():
+    """``scripts/gpu_wheels.sh`` downloads pydantic and its imports at requirements.lock's versions."""
+    dry = subprocess.run(["bash", "scripts/gpu_wheels.sh", "--dry", "/tmp/w", "3.12"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.split()
+    lock = dict(line.split("==") for line in (ROOT / "requirements.lock").read_text().splitlines() if "==" in line)
+    pins = [word for word in dry if "==" in word]
+    assert {p.split("==")[0] for p in pins} == {"pydantic", "pydantic-core", "annotated-types", "typing-inspection",
+                                                 "typing-extensions"}
+    assert all(lock[name] == version for name, version in (p.split("==") for p in pins))
+    assert dry[dry.index("--python-version") + 1] == "3.12" and dry[dry.index("--dest") + 1] == "/tmp/w"
