@@ -22,15 +22,21 @@ Stages are named ``scenarios``, ``init@<size>``, ``train@<run>``, ``select@<arm>
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the checkout's package, without an install on the GPU machine
 
-from negotiation.pipeline import DEVICE_STAGES, commit_offline, run_offline  # noqa: E402
+from negotiation.pipeline import DEVICE_STAGES, RUNTIME_KNOBS, commit_offline, run_offline  # noqa: E402
 
 PIPELINE = Path("pipelines/lm/gpu/dvc.yaml")
+GPU_EVAL_CONCURRENCY = 256
+"""Episodes in flight per cell on the GPU machine unless ``$NEGO_EVAL_CONCURRENCY`` says otherwise:
+the ``hf:`` seller batches them on the device (params.yaml's 16 suits 2 CPU cores and API rate
+limits; 256 evaluated the lm_m pilot's 288 episodes in 54 s on an H100). A run-time knob, as
+everywhere (``RUNTIME_KNOBS``): not a stage param."""
 
 
 def main() -> None:
@@ -43,6 +49,7 @@ def main() -> None:
     sub.add_parser("commit", help="dvc commit -f the stages the GPU machine ran (here, with DVC)")
     args = p.parse_args()
     if args.command == "run":
+        os.environ.setdefault(RUNTIME_KNOBS["evaluate.concurrency"], str(GPU_EVAL_CONCURRENCY))
         ran = run_offline(args.pipeline, ROOT, groups=DEVICE_STAGES, patterns=tuple(args.stages), dry=args.dry)
         print(f"{'would run' if args.dry else 'ran'} {len(ran)} stage(s); bring outputs/lm-gpu and metrics/lm-gpu "
               "home, then: python scripts/gpu_profile.py commit", file=sys.stderr)
