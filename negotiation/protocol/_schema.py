@@ -196,9 +196,12 @@ class Protocol(StrictModel):
                                  f"seeds.training ({self.seeds.training.size}), so they would overlap"))
         return problems
 
-    def recipe_for(self, size: str) -> Recipe:
-        """The recipe ``size`` trains with: ``gpu_training`` for a GPU-profile size, else ``training``."""
-        if self.gpu_training is not None and getattr(self.sizes[size], "profile", "cpu") == "gpu":
+    def recipe_for(self, size: str | None) -> Recipe:
+        """The recipe ``size`` trains with: ``gpu_training`` for a GPU-profile size, else ``training``
+        (also for no size, a reference seller's, and a size the protocol does not define, which
+        the arm checks report)."""
+        spec = self.sizes.get(size) if size is not None else None
+        if self.gpu_training is not None and getattr(spec, "profile", "cpu") == "gpu":
             return self.gpu_training
         return self.training
 

@@ -44,7 +44,7 @@ def check_read_steps(ctx: AuditContext) -> Iterator[Finding]:
             yield Finding(check="read_steps", status="pass",
                           evidence=f"{name}: read point {arm.read_point!r}, combined step {combined} = {own}")
             continue
-        points = dict(study.protocol.training.read_points)
+        points = dict(study.protocol.recipe_for(arm.size).read_points)
         evidence = f"{where}.read_step: combined step {combined} = {own}, not a read point of the protocol {points}"
         if not arm.read_reason:
             yield Finding(check="read_steps", status="fail", evidence=f"{evidence}; the entry gives no read_reason")

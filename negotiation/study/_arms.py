@@ -120,7 +120,7 @@ def _run_problems(key: str, arm: Arm, runs: Mapping[str, Arm], protocol: Protoco
             problems.append((f"{key}.parent_run", f"run {arm.parent_run!r} is itself a continuation"))
         elif parent is not None and (parent.size, parent.lr_multiple) != (arm.size, arm.lr_multiple):
             problems.append((f"{key}.parent_run", f"run {arm.parent_run!r} has another size or lr_multiple"))
-    recipe = protocol.recipe_for(arm.size) if arm.size in protocol.sizes else protocol.training
+    recipe = protocol.recipe_for(arm.size)
     planned = recipe.combined_steps if arm.parent_run else recipe.initial_steps
     step = resolve_read_step(protocol, arm)
     if step > planned or step % recipe.checkpoint_every:
@@ -135,7 +135,7 @@ def unknown_names(protocol: Protocol, name: str, arm: Arm, section: str = "arms"
     an arm no reader can resolve (its read step is a look-up in the size's recipe)."""
     if arm.size is not None and arm.size not in protocol.sizes:
         return [(f"{section}.{name}.size", f"unknown size {arm.size!r}; known: {sorted(protocol.sizes)}")]
-    points = protocol.recipe_for(arm.size).read_points if arm.size is not None else protocol.training.read_points
+    points = protocol.recipe_for(arm.size).read_points
     if arm.read_point is not None and arm.read_point not in points:
         return [(f"{section}.{name}.read_point", f"unknown read point {arm.read_point!r}; known: {sorted(points)}")]
     return []

@@ -19,7 +19,7 @@ resolution, and the audit checks the records against it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from pydantic import Field
 
@@ -80,16 +80,25 @@ def _continuation_runs(arms: Mapping[str, Arm]) -> dict[str, str]:
     return {a.run: a.parent_run for a in arms.values() if a.kind == "trained" and a.run and a.parent_run}
 
 
+def _run_recipes(study: Study, arms: Mapping[str, Arm]) -> dict[str, Any]:
+    """The recipe each continuation run trains with: its size's (``Protocol.recipe_for``), so a
+    GPU-profile size branches on ``gpu_training``'s steps."""
+    return {a.run: study.protocol.recipe_for(a.size) for a in arms.values()
+            if a.kind == "trained" and a.run and a.parent_run}
+
+
 def continuation_problems(study: Study, arms: Mapping[str, Arm],
                           entries: Mapping[str, ContinuationEntry]) -> list[tuple[str, str]]:
     """``(key, reason)`` for entries naming no continuation run or an impossible branch step."""
-    recipe, runs = study.protocol.training, _continuation_runs(arms)
+    runs, recipes = _continuation_runs(arms), _run_recipes(study, arms)
     problems = []
     for run, entry in sorted(entries.items()):
         key = f"continuations.{run}"
         if run not in runs:
             problems.append((key, f"{run!r} is not a continuation run of the planned arms; continuations: {sorted(runs)}"))
-        elif not 0 < entry.branch_step < recipe.combined_steps or entry.branch_step % recipe.checkpoint_every:
+            continue
+        recipe = recipes[run]
+        if not 0 < entry.branch_step < recipe.combined_steps or entry.branch_step % recipe.checkpoint_every:
             problems.append((f"{key}.branch_step", f"{entry.branch_step} is not a saved parent step (every "
                                                    f"{recipe.checkpoint_every}, below {recipe.combined_steps})"))
     return problems
@@ -98,10 +107,10 @@ def continuation_problems(study: Study, arms: Mapping[str, Arm],
 def continuation_branches(study: Study, arms: Mapping[str, Arm],
                           entries: Mapping[str, ContinuationEntry]) -> dict[str, Branch]:
     """Every continuation run of ``arms`` with its branch: the registry entry's, else the rule's."""
-    recipe = study.protocol.training
+    recipes = _run_recipes(study, arms)
     branches = {}
     for run, parent in sorted(_continuation_runs(arms).items()):
-        entry = entries.get(run)
+        entry, recipe = entries.get(run), recipes[run]
         step = entry.branch_step if entry else recipe.initial_steps
         branches[run] = Branch(run=run, parent_run=parent, branch_step=step, steps=recipe.combined_steps - step,
                                rule=entry is None, deviations=entry.deviations if entry else ())

@@ -116,3 +116,15 @@ def test_every_gpu_stage_reads_the_gpu_design_and_lists_its_keys():
     assert not [k for k in listed if any(k == r or k.startswith(r + ".") for r in (*REPLACED, "training"))]
     assert {"gpu_evaluation.seeds.evaluation", "gpu_evaluation.evaluation", "gpu_training",
             "gpu_training.read_points"} <= listed
+
+
+def test_gpu_continuations_branch_on_the_gpu_recipe():
+    """A GPU size's continuation branches at gpu_training's initial_steps and trains to its combined
+    steps (the CPU recipe's 4 and 6 once leaked in), as its read points do."""
+    study = load_study("lm")
+    gpu = study.protocol.gpu_training
+    for size in ("lm_m", "lm_l", "lm_xl"):
+        branch = study.branches()[f"{size}_shared_cont"]
+        assert (branch.branch_step, branch.steps) == (gpu.initial_steps, gpu.combined_steps - gpu.initial_steps)
+        assert study.read_step(f"{size}_shared_104") == gpu.combined_steps
+    assert study.read_step("lm_xs_shared") == study.protocol.training.read_points["early"]
