@@ -91,11 +91,13 @@ def status_command(
     study: str = typer.Argument("demo", help="Study under protocol/."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     root: Optional[Path] = typer.Option(None, "--root", help="Repository root."),
+    profile: str = typer.Option("cpu", "--profile", help="Hardware profile whose arms and results folder to show "
+                                "(cpu or gpu: the lm study's GPU profile, outputs/lm-gpu)."),
 ) -> None:
     """Per arm what is trained, selected, gated and evaluated; validation, audit and report."""
     from negotiation.study import load_study
 
-    loaded = load_study(study, root)
+    loaded = load_study(study, root, profile=profile)
     rows, state = arm_rows(loaded), study_state(loaded)
     if as_json:
         reads = arm_reads(loaded)  # the plan's read steps and branches, as numbers

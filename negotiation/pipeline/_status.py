@@ -43,14 +43,15 @@ def _reads(arm: dict[str, Any]) -> str:
 
 def arm_reads(study: Study | str, root: Path | None = None) -> dict[str, dict[str, Any]]:
     """Per trained arm, the plan's run, own read step, combined step, parent run and branch step."""
-    plan = build_plan(as_study(study, root))["plan"]
+    loaded = as_study(study, root)
+    plan = build_plan(loaded, profile=loaded.profile)["plan"]
     return {name: {key: arm[key] for key in READ_KEYS} for name, arm in plan["arms"].items() if arm["kind"] == "trained"}
 
 
 def arm_rows(study: Study | str, root: Path | None = None) -> list[dict[str, str]]:
-    """One row per planned arm."""
+    """One row per arm the plan of the study's profile builds (``Study.profile``)."""
     loaded = as_study(study, root)
-    plan = build_plan(loaded)["plan"]
+    plan = build_plan(loaded, profile=loaded.profile)["plan"]
     layout = loaded.layout
     rows = []
     for name, arm in plan["arms"].items():

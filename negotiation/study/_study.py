@@ -146,13 +146,14 @@ class Study:
 
     @property
     def layout(self) -> ResultsLayout:
-        """The default results directory's layout (``outputs/<study>`` under the root)."""
-        return ResultsLayout(results_dir(self.name, self.root))
+        """The default results directory's layout (``outputs/<study>`` under the root; the GPU
+        profile's ``outputs/<study>-gpu``)."""
+        return ResultsLayout(results_dir(self.name, self.root, self.profile))
 
     @property
     def out(self) -> str:
         """The results directory relative to the root, as pipeline files name it."""
-        return results_dir(self.name, Path()).as_posix()
+        return results_dir(self.name, Path(), self.profile).as_posix()
 
     def branches(self) -> dict[str, Branch]:
         """Every continuation run with its parent, branch step and step budget: the registry's

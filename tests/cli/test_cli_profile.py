@@ -18,3 +18,12 @@ def test_the_audit_reads_the_declared_gpu_design_when_asked():
     report = nego_json("audit", "lm", "--profile", "gpu")
     assert report["study"] == "lm" and report["declared_only"]
     assert all(f["status"] != "fail" for f in report["findings"])
+
+
+def test_status_shows_the_gpu_profiles_arms_and_reads():
+    cpu, gpu = nego_json("status", "lm"), nego_json("status", "lm", "--profile", "gpu")
+    assert "lm_xs_shared" in {a["arm"] for a in cpu["arms"]} and "lm_m_shared" not in {a["arm"] for a in cpu["arms"]}
+    arms = {a["arm"]: a for a in gpu["arms"]}
+    assert {"lm_m_base", "lm_xl_shared_104", "ref_boulware"} <= set(arms) and "lm_xs_shared" not in arms
+    assert (arms["lm_l_shared_104"]["branch_step"], arms["lm_l_shared_104"]["read_step"]) == (64, 40)
+    assert arms["lm_l_lr3x"]["combined_step"] == 56
