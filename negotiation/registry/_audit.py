@@ -83,13 +83,14 @@ def run_audit(study: str | Study, *, root: Path | None = None, results_dir: Path
         study: a loaded ``Study``, or its name (``protocol/<study>/``; loaded here, and audited
             even when it does not load).
         root: repository root; default this checkout.
-        results_dir: where the pipeline wrote results; default ``<root>/outputs/<study>``.
+        results_dir: where the pipeline wrote results; default ``<root>/outputs/<study>`` (the
+            GPU profile's ``outputs/<study>-gpu``).
         profile: the hardware profile whose evaluation design the results follow; default the
             one ``Study.results_profile`` reads from them.
     """
     root = study.root if isinstance(study, Study) else Path(root or default_root())
     name = study.name if isinstance(study, Study) else study
-    results = Path(results_dir) if results_dir is not None else default_results(name, root)
+    results = Path(results_dir) if results_dir is not None else default_results(name, root, profile or "cpu")
     ctx = _load_context(study, root, results, profile)
     findings = [finding for check in CHECKS for finding in _run_check(check, ctx)]
     return AuditReport(version=1, study=name, results_dir=ctx.show(results),

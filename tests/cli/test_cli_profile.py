@@ -16,7 +16,7 @@ def test_an_unknown_profile_is_one_line_naming_the_known_ones(command, tmp_path)
 
 def test_the_audit_reads_the_declared_gpu_design_when_asked():
     report = nego_json("audit", "lm", "--profile", "gpu")
-    assert report["study"] == "lm" and report["declared_only"]
+    assert report["study"] == "lm" and report["declared_only"] and report["results_dir"] == "outputs/lm-gpu"
     assert all(f["status"] != "fail" for f in report["findings"])
 
 
