@@ -196,6 +196,10 @@ class Protocol(StrictModel):
                                  f"seeds.training ({self.seeds.training.size}), so they would overlap"))
         return problems
 
+    def recipe_key_for(self, size: str | None) -> str:
+        """The section ``recipe_for(size)`` is: ``gpu_training`` or ``training`` (what messages name)."""
+        return "gpu_training" if self.recipe_for(size) is self.gpu_training else "training"
+
     def recipe_for(self, size: str | None) -> Recipe:
         """The recipe ``size`` trains with: ``gpu_training`` for a GPU-profile size, else ``training``
         (also for no size, a reference seller's, and a size the protocol does not define, which

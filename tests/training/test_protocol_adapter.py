@@ -111,3 +111,15 @@ def test_initial_policy_is_every_runs_step_zero(study, tmp_path):
         write_initial_policy(study, "nope", tmp_path / "x")
     with pytest.raises(ConfigError, match="no step_N/ checkpoint"):
         final_checkpoint(tmp_path)
+
+
+def test_a_gpu_recipe_the_token_trainer_cannot_run_is_one_line_naming_its_section(tmp_path):
+    from negotiation.training.lm import lm_train_config_for
+
+    lm = load_study("lm")
+    gpu = lm.protocol.gpu_training.model_copy(update={"group_size": 2})
+    bad = dataclasses.replace(lm, protocol=lm.protocol.model_copy(update={"gpu_training": gpu}))
+    assert (bad.protocol.recipe_key_for("lm_m"), bad.protocol.recipe_key_for("lm_xs")) == ("gpu_training", "training")
+    with pytest.raises(ConfigError, match=r"^protocol/lm/protocol.yaml:gpu_training.group_size: the leave-one-out "
+                                          r"std needs >= 3, got 2$"):
+        lm_train_config_for(bad, "lm_m_shared", bad.arms["lm_m_shared"], base=tmp_path)

@@ -85,8 +85,7 @@ class LmTrainConfig(_Strict):
         if self.arm.size not in self.protocol.sizes:
             raise ValueError(f"protocol/{self.protocol.study}/protocol.yaml:sizes: arm size {self.arm.size!r} is not "
                              f"one of {sorted(self.protocol.sizes)}")
-        t = self.protocol.recipe_for(self.arm.size)
-        section = "training" if t is self.protocol.training else "gpu_training"
+        t, section = self.protocol.recipe_for(self.arm.size), self.protocol.recipe_key_for(self.arm.size)
         problems = recipe_problems(t, tokens=True)
         if problems:
             raise ValueError(f"protocol/{self.protocol.study}/protocol.yaml:{section}.{problems[0]}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from negotiation.errors import ConfigError
+from negotiation.training._config import recipe_problems
 from negotiation.training.lm._config import LmArm, LmRuntime, LmTrainConfig
 
 __all__ = ["lm_train_config_for"]
@@ -38,6 +39,9 @@ def lm_train_config_for(study, run: str, arm, *, base: Path, parent: Path | None
         need = "needs the parent's final checkpoint" if arm.parent_run else "has no parent run"
         raise ConfigError(f"{where}.parent_run: run {run!r} {need} (got parent={parent})")
     t = study.protocol.recipe_for(arm.size)
+    problems = recipe_problems(t, tokens=True)  # as the demo adapter: one line, not a validation traceback
+    if problems:
+        raise ConfigError(f"protocol/{study.name}/protocol.yaml:{study.protocol.recipe_key_for(arm.size)}.{problems[0]}")
     if steps is None:
         steps = t.continuation_steps if arm.parent_run else t.initial_steps
     seed = int(getattr(study.protocol.sizes[arm.size], "init_seed", 0))

@@ -69,7 +69,7 @@ def task_train_config(protocol: Protocol, name: str, task: LearningTask, budget:
     if size not in budget.sizes:
         raise ConfigError(f"learning task {name!r}: size {size!r} is not in the budget's sizes {list(budget.sizes)}")
     recipe = _task_recipe(protocol, task, budget, size)
-    section = "training" if protocol.recipe_for(size) is protocol.training else "gpu_training"
+    section = protocol.recipe_key_for(size)
     updates: dict[str, Any] = {section: recipe}
     if task.training_buyers is not None:
         buyers = protocol.buyers.model_dump()
