@@ -20,7 +20,7 @@ _EXPORTS = {
     "_offline": ("LEDGER", "STAGE_ORDER", "StageCommand", "arm_files", "commit_command", "commit_offline",
                  "ledger_path", "run_offline", "stage_commands"),
     "_progress": ("StageProgress",),
-    "_plan": ("PROFILES", "build_plan", "plan_path", "planned_arms", "profile_of", "profile_out", "profile_plan", "profiles",
+    "_plan": ("build_plan", "plan_path", "planned_arms", "profile_of", "profile_out", "profile_plan", "profiles",
               "render_plan", "stale_code_deps", "write_plan"),
     "_scenarios": ("run_scenarios", "scenario_table"),
     "_status": ("arm_reads", "arm_rows", "study_state"),
