@@ -31,7 +31,7 @@ def scoped(study: Study, arms: Iterable[str] | None) -> Study:
     Validation then expects exactly their tables and the analysis contrasts them alone (the
     primary family shrinks to the pairs present). A part of a study built apart reads this way,
     e.g. the ``lm`` study's GPU profile (its own pipeline file, ``pipelines/lm/gpu/dvc.yaml``); the DVC stages read
-    the arms their plan builds (``pipeline._analysis._planned``).
+    the arms their plan builds (``negotiation.pipeline.analysis_scope``).
     """
     if arms is None:
         return study

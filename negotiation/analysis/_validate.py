@@ -185,7 +185,8 @@ def validate_episodes(
     if docs_dir is not None:
         context.add_data_docs_site(site_name="analysis", site_config={
             "class_name": "SiteBuilder", "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)}})
+            # great-expectations refuses a relative base_directory (a relative --results did)
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(Path(docs_dir).resolve())}})
         actions.append(gx.checkpoint.UpdateDataDocsAction(name="docs", site_names=["analysis"]))
     checkpoint = context.checkpoints.add(gx.Checkpoint(
         name="validate", validation_definitions=[definition], actions=actions,

@@ -21,20 +21,27 @@ from negotiation.errors import ConfigError
 STUDY = typer.Option("demo", "--study", help="Study whose protocol/<study>/ supplies the constants.")
 ROOT = typer.Option(None, "--root", help="Repository root holding protocol/ and registry/ (default: this checkout).")
 RESULTS = typer.Option(None, "--results", help="Results directory (default outputs/<study>).")
+ARMS = typer.Option(None, "--arms", help="Only these arms, comma-separated names or patterns (e.g. 'lm_m_*,ref_*': "
+                    "a part of a study built apart; default: every arm the results' profile plans).")
 def _results_dir(study, results: Optional[Path]) -> Path:
     return Path(results) if results is not None else study.layout.dir
 
 
-def _results_study(study: str, root: Optional[Path], results: Optional[Path], profile: Optional[str]):
-    """The study loaded once and read in the profile of ``results`` (``--profile``, else
-    ``Study.results_profile``): a GPU results folder is checked against the GPU design."""
+def _results_study(study: str, root: Optional[Path], results: Optional[Path], profile: Optional[str],
+                   arms: Optional[str] = None):
+    """The study loaded once, read in the profile of ``results`` (``--profile``, else
+    ``Study.results_profile``: a GPU results folder is checked against the GPU design), with the
+    arms the pipeline's stages read there (``analysis_scope``; ``--arms`` narrows them)."""
+    from negotiation.pipeline import analysis_scope
     from negotiation.protocol import check_profile
     from negotiation.study import load_study
 
     if profile is not None:
         check_profile(profile)  # before any file is read
     context = load_study(study, root)
-    return context.in_profile(profile or context.results_profile(_results_dir(context, results)))
+    context = context.in_profile(profile or context.results_profile(_results_dir(context, results)))
+    chosen = None if arms is None else [part.strip() for part in arms.split(",") if part.strip()]
+    return analysis_scope(context, chosen, _results_dir(context, results))
 
 
 def _episode_table(path: Path) -> Any:
@@ -195,11 +202,11 @@ def frontier_command(
 
 
 def validate_command(study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
-                     profile: Optional[str] = PROFILE_OPTION, json_out: bool = JSON_OPTION) -> None:
+                     profile: Optional[str] = PROFILE_OPTION, arms: Optional[str] = ARMS, json_out: bool = JSON_OPTION) -> None:
     """Validate every arm's episode table (great-expectations); exit 1 naming failures."""
     from negotiation.analysis import validate_results
 
-    context = _results_study(study, root, results, profile)
+    context = _results_study(study, root, results, profile, arms)
     report = validate_results(context, _results_dir(context, results))
     if json_out:
         print_json(report.model_dump(mode="json"))
@@ -218,14 +225,14 @@ def analyze_command(
     study: str = STUDY, results: Optional[Path] = RESULTS, root: Optional[Path] = ROOT,
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
-    profile: Optional[str] = PROFILE_OPTION, json_out: bool = JSON_OPTION,
+    profile: Optional[str] = PROFILE_OPTION, arms: Optional[str] = ARMS, json_out: bool = JSON_OPTION,
 ) -> None:
     """Metrics, contrasts (Holm on the primary family), frontier columns and guards → analyze/."""
     from negotiation.analysis import analyze_results
     from negotiation.pipeline import registry_inputs
     from negotiation.study import ResultsLayout
 
-    context = _results_study(study, root, results, profile)
+    context = _results_study(study, root, results, profile, arms)
     result = analyze_results(context, _results_dir(context, results), registry_inputs(context), seed=seed,
                              resamples=resamples)
     if json_out:
@@ -267,13 +274,13 @@ def report_command(
     out: Optional[Path] = typer.Option(None, "--out", help="Report folder (default <results>/report)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap Generator."),
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: protocol)."),
-    profile: Optional[str] = PROFILE_OPTION, json_out: bool = JSON_OPTION,
+    profile: Optional[str] = PROFILE_OPTION, arms: Optional[str] = ARMS, json_out: bool = JSON_OPTION,
 ) -> None:
     """Validated tables → analysis → report.html, report.md, figures/*.png and transcripts.html."""
     from negotiation.analysis import report_results
     from negotiation.pipeline import registry_inputs
 
-    context = _results_study(study, root, results, profile)
+    context = _results_study(study, root, results, profile, arms)
     folder = _results_dir(context, results)
     inputs = registry_inputs(context, folder, seed=seed, resamples=resamples)
     paths = report_results(context, folder, out or folder / "report", inputs, seed=seed, resamples=resamples)

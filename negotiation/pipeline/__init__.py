@@ -12,7 +12,7 @@ from typing import Any
 from negotiation._lazy import homes, lazy_attribute
 
 _EXPORTS = {
-    "_analysis": ("compliance_table", "deviation_table", "panel_report_tables", "registry_inputs", "run_analyze", "run_audit_stage",
+    "_analysis": ("analysis_scope", "compliance_table", "deviation_table", "panel_report_tables", "registry_inputs", "run_analyze", "run_audit_stage",
                   "run_report", "run_validate"),
     "_evaluate": ("GateClosedError", "arm_metrics", "run_evaluate_stage", "run_pilot_stage"),
     "_keep": ("Kept", "keep_results", "kept_patterns"),

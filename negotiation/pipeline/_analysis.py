@@ -9,7 +9,9 @@ report holds the report, the contrasts and the validation docs.
 
 from __future__ import annotations
 
+import fnmatch
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from negotiation.analysis import (
-    RegistryInputs, Table, bootstrap_settings, load_tables, panel_bases, panel_tables, require_validated, run_analysis,
+    AnalysisError, RegistryInputs, Table, bootstrap_settings, load_tables, panel_bases, panel_tables, require_validated, run_analysis,
     scoped, validate_results, write_analysis, write_report,
 )
 from negotiation.errors import NegotiationError
@@ -27,16 +29,26 @@ from negotiation.registry import Registry, run_audit
 from negotiation.tracking import MlflowTracker, experiment_name, git_commit
 
 
-def _planned(study: Study | str, arms: list[str] | None, results_dir: Path) -> Study:
-    """The study with the arms these stages read: ``arms`` when given (``scoped``), else every arm
-    the plan of the profile whose results ``results_dir`` holds builds (``Study.results_profile``):
+def analysis_scope(study: Study | str, arms: Sequence[str] | None, results_dir: Path) -> Study:
+    """The study with the arms validate, analyze and report read (stages and ``nego`` alike).
+
+    ``arms`` (names or fnmatch patterns, e.g. ``lm_m_*``) scopes to a part built apart
+    (``scoped``); a pattern matching no arm is an error naming it. Without ``arms``: every arm the
+    plan of the profile whose results ``results_dir`` holds builds (``Study.results_profile``):
     the CPU profile's in ``outputs/<study>``, the GPU profile's and the reference sellers in
     ``outputs/<study>-gpu``. Without that rule a fresh ``dvc --cd pipelines/lm repro`` stopped
     at validate, waiting for tables no stage of it writes."""
     loaded = as_study(study)
-    if arms is None and loaded.gpu_profile_arms():
-        arms = planned_arms(loaded, Path(results_dir))
-    return scoped(loaded, arms)
+    if arms is None:
+        chosen = planned_arms(loaded, Path(results_dir)) if loaded.gpu_profile_arms() else None
+    else:
+        chosen = []
+        for pattern in arms:
+            matched = [arm for arm in loaded.arms if fnmatch.fnmatchcase(arm, pattern)]
+            if not matched:
+                raise AnalysisError(f"protocol/{loaded.name}/arms.yaml", "arms", f"{pattern!r} names no arm of the study")
+            chosen += [arm for arm in matched if arm not in chosen]
+    return scoped(loaded, chosen)
 
 
 def deviation_table(registry: Registry) -> Table:
@@ -96,15 +108,15 @@ def panel_report_tables(study: Study, results_dir: Path, *, seed: int, resamples
 
 
 def run_validate(study: Study | str, results_dir: Path, *, arms: list[str] | None = None) -> dict[str, Any]:
-    """Validate every planned arm's episode table (``arms``: those arms only, see ``_planned``);
+    """Validate every planned arm's episode table (``arms``: those arms only, see ``analysis_scope``);
     the report is written whether or not it passes."""
-    report = validate_results(_planned(study, arms, results_dir), Path(results_dir).resolve())  # GE: absolute paths
+    report = validate_results(analysis_scope(study, arms, results_dir), Path(results_dir))
     return json.loads(report.model_dump_json())
 
 
 def _analysis(study: Study | str, results_dir: Path, seed: int, resamples: int | None,
               arms: list[str] | None = None) -> tuple[Any, Any, Any]:
-    loaded = _planned(study, arms, results_dir)
+    loaded = analysis_scope(study, arms, results_dir)
     validation = require_validated(loaded, Path(results_dir))
     episodes, turns = load_tables(Path(results_dir), loaded.arms)
     settings = bootstrap_settings(loaded.protocol, seed=seed, resamples=resamples)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import pytest
 
 from tests.cli.cli_runner import assert_one_line_error, nego, nego_json
@@ -27,3 +31,34 @@ def test_status_shows_the_gpu_profiles_arms_and_reads():
     assert {"lm_m_base", "lm_xl_shared_104", "ref_boulware"} <= set(arms) and "lm_xs_shared" not in arms
     assert (arms["lm_l_shared_104"]["branch_step"], arms["lm_l_shared_104"]["read_step"]) == (64, 40)
     assert arms["lm_l_lr3x"]["combined_step"] == 56
+
+
+KEPT_GPU = Path(__file__).resolve().parents[2] / "docs" / "results" / "lm-gpu-2026-12-07" / "tables"
+"""A real GPU-profile build of one size (lm_m) and the reference sellers, kept from the GPU machine."""
+
+
+@pytest.fixture
+def part_of_the_gpu_build(tmp_path, monkeypatch):
+    """A copy of the kept lm_m build, named by a path relative to the working folder (as users type it)."""
+    shutil.copytree(KEPT_GPU / "evaluate", tmp_path / "kept" / "evaluate")
+    monkeypatch.chdir(tmp_path)
+    return Path("kept")
+
+
+def test_a_part_built_apart_validates_and_analyzes_by_its_arms(part_of_the_gpu_build):
+    whole = nego("validate", "--study", "lm", "--results", str(part_of_the_gpu_build))
+    assert whole.exit_code == 1 and "FAIL expect_column_distinct_values_to_equal_set(arm)" in whole.stdout
+    report = nego_json("validate", "--study", "lm", "--results", str(part_of_the_gpu_build), "--arms", "lm_m_*, ref_*")
+    assert report["success"] and set(report["tables"]) == {"lm_m_base", "lm_m_shared", "lm_m_shared_104", "lm_m_lr3x",
+                                                           "ref_boulware", "ref_conceder"}
+    assert Path(report["data_docs"]).is_file()  # great-expectations refused a relative folder before
+    nego_json("analyze", "--study", "lm", "--results", str(part_of_the_gpu_build), "--arms", "lm_m_*,ref_*")
+    contrasts = json.loads((part_of_the_gpu_build / "analyze" / "contrasts.json").read_text(encoding="utf-8"))
+    primary = [c["spec"]["name"] for c in contrasts["contrasts"] if c["spec"]["primary"]]
+    assert primary == ["lm_m_shared_104 - lm_m_base"]  # the family shrinks to the pair present
+    assert all(c["interval"]["clusters"] == 32 for c in contrasts["contrasts"])  # read in the GPU design
+
+
+def test_an_arms_pattern_that_names_no_arm_is_one_line(part_of_the_gpu_build):
+    result = nego("validate", "--study", "lm", "--results", str(part_of_the_gpu_build), "--arms", "lm_m_*,lm_q*")
+    assert_one_line_error(result, "protocol/lm/arms.yaml:arms", "'lm_q*' names no arm of the study")
