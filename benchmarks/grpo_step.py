@@ -73,6 +73,17 @@ def _small_protocol(protocol):
     return protocol.model_copy(update={"training": t})
 
 
+def _warmup_within(protocol, size: str, steps: int):
+    """``protocol`` with ``size``'s warm-up no longer than a timing run's ``steps``: the schedule
+    refuses a warm-up past the run's end, and the GPU recipe warms up for 5 steps. The rate does
+    not change a step's time. (A reference tree older than ``recipe_key_for`` has one recipe.)"""
+    key = protocol.recipe_key_for(size) if hasattr(protocol, "recipe_key_for") else "training"
+    recipe = getattr(protocol, key)
+    if recipe.warmup_steps <= steps:
+        return protocol
+    return protocol.model_copy(update={key: recipe.model_copy(update={"warmup_steps": steps})})
+
+
 def worker(spec: dict) -> dict:
     """Train ``spec['size']`` for ``spec['steps']`` steps with the code on ``sys.path``; the timing rows."""
     import pandas as pd
@@ -93,6 +104,8 @@ def worker(spec: dict) -> dict:
     update = {"arm": cfg.arm.model_copy(update={"steps": spec["steps"]})}
     if spec.get("small"):
         update["protocol"] = _small_protocol(cfg.protocol)
+    else:
+        update["protocol"] = _warmup_within(cfg.protocol, size, spec["steps"])
     cfg = cfg.model_copy(update=update)
     if cuda:
         torch.backends.cuda.matmul.allow_tf32 = True
