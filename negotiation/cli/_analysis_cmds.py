@@ -61,23 +61,34 @@ def _episode_table(path: Path) -> Any:
     return frame
 
 
-def _paired_values(paths: list[Path], metric: str, study: str, root: Optional[Path],
+def _paired_values(paths: list[Path], metric: str, context: Any,
                    domains: tuple[str, ...] | None = None) -> tuple[Any, str, Any, Any]:
     """The protocol, the contrast's name and its per-key values and seed clusters: the first table
     minus the second (one table: its own values), derived columns added as the analysis adds them."""
     from negotiation.analysis import EFFICIENCY_COLUMNS, PairedTables, context_from_protocol, with_derived_columns
-    from negotiation.study import ContrastSpec, load_study
+    from negotiation.study import ContrastSpec
 
     frames = {str(path): _episode_table(path) for path in paths}
     if len(frames) != len(paths):
         raise AnalysisError(str(paths[0]), "<file>", "minuend and subtrahend are the same file")
-    protocol = load_study(study, root).protocol
+    protocol = context.protocol
     frames, _ = with_derived_columns(frames, context_from_protocol(protocol), protocol.environment.dirichlet_alpha,
                                      efficiency=metric in EFFICIENCY_COLUMNS)
     name = " - ".join(path.stem for path in paths)
     spec = ContrastSpec(name=name, weights=dict(zip(frames, (1.0, -1.0))), metric=metric, domains=domains)
     values, clusters = PairedTables(frames).values(spec)
     return protocol, name, values, clusters
+
+
+def _table_guards(table: Any, context: Any, profile: Optional[str]) -> Any:
+    """The guards an arm's table is held to: its profile's (``--profile``, else ``gpu`` for a table
+    of GPU-profile arms only, e.g. ``lm_m_base``; the GPU design has its own allowances)."""
+    from negotiation.protocol import check_profile
+
+    if profile is None:
+        arms = set(table["arm"].unique()) if "arm" in table.columns else set()
+        profile = "gpu" if arms and arms <= context.gpu_profile_arms() else "cpu"
+    return context.protocol.for_profile(check_profile(profile)).guards
 
 
 def contrast_command(
@@ -93,8 +104,9 @@ def contrast_command(
 ) -> None:
     """Paired seed-cluster bootstrap of MINUEND − SUBTRAHEND on one metric."""
     from negotiation.analysis import bootstrap_settings, cluster_bootstrap
+    from negotiation.study import load_study
 
-    protocol, name, values, clusters = _paired_values([minuend, subtrahend], metric, study, root,
+    protocol, name, values, clusters = _paired_values([minuend, subtrahend], metric, load_study(study, root),
                                                       domains=tuple(domain) if domain else None)
     settings = bootstrap_settings(protocol, seed=seed, resamples=resamples)
     interval = cluster_bootstrap(values, clusters, settings, np.random.default_rng(seed))
@@ -121,6 +133,7 @@ def power_command(
     trip_chance: float = typer.Option(0.05, "--trip-chance", help="False-trip chance the suggested guard allowances give."),
     study: str = STUDY,
     root: Optional[Path] = ROOT,
+    profile: Optional[str] = PROFILE_OPTION,
     json_out: bool = JSON_OPTION,
 ) -> None:
     """Smallest paired gain a design of K seed clusters detects (Holm's first step, normal approximation).
@@ -128,16 +141,19 @@ def power_command(
     Also how often each guard fails an arm that equals MINUEND by chance alone, and the allowance
     that would fail it with probability --trip-chance (an input to a re-freeze)."""
     from negotiation.analysis import cluster_spread, guard_trip_table, power_table
+    from negotiation.study import load_study
 
     designs = _seed_designs(seeds)
     paths = [minuend] if subtrahend is None else [minuend, subtrahend]
-    protocol, name, values, clusters = _paired_values(paths, metric, study, root)
+    context = load_study(study, root)
+    protocol, name, values, clusters = _paired_values(paths, metric, context)
     spread, measured = cluster_spread(values, clusters, paired=subtrahend is not None)
     m, alpha = tests or len(protocol.statistics.primary_family), protocol.statistics.alpha
     rows = power_table(spread, designs, alpha=alpha, power=power, tests=m)
     if not 0 < trip_chance < 1:
         raise typer.BadParameter(f"{trip_chance!r}: a chance strictly between 0 and 1", param_hint="--trip-chance")
-    guards = guard_trip_table(_episode_table(minuend), protocol.guards, designs, chance=trip_chance)
+    table = _episode_table(minuend)
+    guards = guard_trip_table(table, _table_guards(table, context, profile), designs, chance=trip_chance)
     payload = {"metric": metric, "spread": spread, "measured_clusters": measured, "paired": subtrahend is not None,
                "alpha": alpha, "tests": m, "power": power, "designs": [{"seeds": k, "mde": mde} for k, mde in rows],
                "trip_chance": trip_chance,

@@ -62,3 +62,15 @@ def test_a_part_built_apart_validates_and_analyzes_by_its_arms(part_of_the_gpu_b
 def test_an_arms_pattern_that_names_no_arm_is_one_line(part_of_the_gpu_build):
     result = nego("validate", "--study", "lm", "--results", str(part_of_the_gpu_build), "--arms", "lm_m_*,lm_q*")
     assert_one_line_error(result, "protocol/lm/arms.yaml:arms", "'lm_q*' names no arm of the study")
+
+
+def test_power_holds_a_gpu_arms_table_to_the_gpu_guards_unless_told():
+    table = str(KEPT_GPU / "evaluate" / "lm_m_base" / "episodes.parquet")
+
+    def parse_allowance(*extra):
+        report = nego_json("power", table, "--study", "lm", "--seeds", "32", *extra)
+        return next(g["allowance"] for g in report["guard_false_trips"] if g["guard"] == "parse_rate")
+
+    assert parse_allowance() == 0.012 and parse_allowance("--profile", "cpu") == 0.005
+    assert_one_line_error(nego("power", table, "--study", "lm", "--profile", "tpu"),
+                          "--profile:tpu: not a profile; known: ['cpu', 'gpu']")
