@@ -2,13 +2,15 @@
 Chromium): the lm experiment lists the GPU training run whose KL and entropy curves render, and the
 Model Registry shows the trained arm's version with its ``@read`` and ``@early`` aliases, marked as
 holding no weights. The stand-in GPU folder is synthetic tables plus a recorded training run, kept
-by ``keep_results`` and tracked from the kept copy alone, as docs/pipeline.md's round trip does."""
+by ``keep_results`` and tracked from the kept copy alone, as docs/pipeline.md's round trip does;
+the real lm_m build kept in docs/results is tracked the same way."""
 
 from __future__ import annotations
 
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -77,4 +79,49 @@ def test_gpu_runs_from_kept_records_show_curves_and_aliased_versions(mlflow_serv
         for alias in ("read", "early"):
             page.get_by_text(re.compile(rf"@\s*{alias}")).first.wait_for(timeout=60_000)
         page.screenshot(path=str(artifacts / "mlflow-ui-gpu-kept-model.png"), full_page=True)
+        browser.close()
+
+
+KEPT_LM_M = Path(__file__).resolve().parents[2] / "docs" / "results" / "lm-gpu-2026-12-07" / "tables"
+"""The real GPU build of lm_m and the reference sellers, as it came home (no weights)."""
+
+
+@pytest.fixture()
+def real_store(tmp_path, monkeypatch):
+    kept = tmp_path / "tables"
+    shutil.copytree(KEPT_LM_M, kept)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    tracked = run_track("lm", kept)
+    assert set(tracked["training_runs"]) == {"lm_m_shared", "lm_m_shared_cont", "lm_m_lr3x"}
+    assert set(tracked["evaluation_runs"]) == {"lm_m_base", "lm_m_shared", "lm_m_shared_104", "lm_m_lr3x",
+                                               "ref_boulware", "ref_conceder"}
+    return uri
+
+
+def test_the_real_lm_m_build_shows_every_steps_curves_and_the_primary_arms_version(mlflow_server, real_store, chromium,
+                                                                                    artifacts):
+    client = MlflowClient(tracking_uri=real_store)
+    experiment = client.get_experiment_by_name(experiment_name("lm"))
+    runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id], "tags.phase = 'training'")}
+    for name, steps in (("lm_m_shared", 64), ("lm_m_shared_cont", 40), ("lm_m_lr3x", 64)):
+        for metric in ("train/kl_penalty", "train/entropy", "train/reward", "timing/generated_tokens_per_second"):
+            assert len(client.get_metric_history(runs[name].info.run_id, metric)) == steps, (name, metric)
+    model = registered_model_name("lm", "lm_m_shared_104")
+    (version,) = client.search_model_versions(f"name = '{model}'")
+    assert {"combined", "read"} <= set(client.get_model_version(model, version.version).aliases)
+    run = runs["lm_m_lr3x"]
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{mlflow_server}/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}/model-metrics")
+        search = page.get_by_placeholder("Search metric charts")  # 38 charts: drawn as they scroll into view
+        for metric in ("train/bad_parse_rate", "train/kl_penalty"):
+            search.fill(metric)
+            page.get_by_text(f"lm_m_lr3x ({metric})").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(2000)
+        page.screenshot(path=str(artifacts / "mlflow-ui-gpu-lm-m-lr3x-curves.png"), full_page=True)
+        page.goto(f"{mlflow_server}/#/models/{model}")
+        page.get_by_text("Version 1").first.wait_for(timeout=60_000)
+        page.get_by_text(re.compile(r"@\s*combined")).first.wait_for(timeout=60_000)
         browser.close()
