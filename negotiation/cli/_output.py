@@ -23,7 +23,8 @@ __all__ = ["JSON_OPTION", "STUDY_OPTION", "console", "jsonable", "print_json", "
 
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON instead of rich text.")
 PROFILE_OPTION = typer.Option(None, "--profile", help="Hardware profile whose evaluation design the results follow "
-                              "(cpu or gpu; default: gpu for a GPU profile's results folder or a kept copy of one).")
+                              "(cpu or gpu; default: gpu for a GPU profile's results folder, a kept copy of one, "
+                              "or a table of its arms).")
 STUDY_OPTION = typer.Option(
     "demo", "--study", help="Study whose protocol/<study>/protocol.yaml supplies the environment constants."
 )
