@@ -19,6 +19,7 @@ library only.
 
 from __future__ import annotations
 
+import fcntl
 import fnmatch
 import json
 import os
@@ -138,9 +139,9 @@ def run_offline(pipeline_file: str | Path, root: Path, *, groups: tuple[str, ...
     with its exit status, naming the stage."""
     pipeline_file, root = Path(pipeline_file), Path(root)
     ledger_file = ledger_path(pipeline_file, root)
-    ledger, ran = _read_ledger(ledger_file), []
+    ran = []
     for command in _chosen(stage_commands(pipeline_file), groups, patterns):
-        if command.name in ledger:
+        if command.name in _read_ledger(ledger_file):  # read each time: another lane may have run it
             continue
         print(f"[{command.name}] {command.cmd}", file=sys.stderr, flush=True)
         ran.append(command.name)
@@ -150,13 +151,23 @@ def run_offline(pipeline_file: str | Path, root: Path, *, groups: tuple[str, ...
         done = subprocess.run(command.cmd, shell=True, cwd=root / command.wdir)
         if done.returncode != 0:
             raise SystemExit(f"error: stage {command.name} failed (exit {done.returncode}): {command.cmd}")
-        ledger[command.name] = {"cmd": command.cmd, "seconds": round(time.perf_counter() - start, 1),
-                                "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        ledger_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = ledger_file.with_suffix(".tmp")
+        _record(ledger_file, command.name, {"cmd": command.cmd, "seconds": round(time.perf_counter() - start, 1),
+                                            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    return ran
+
+
+def _record(ledger_file: Path, name: str, entry: dict[str, Any]) -> None:
+    """Enter one finished stage in the ledger: re-read under an exclusive lock, add, replace
+    atomically. Two calls at once on disjoint stages (a training lane beside an evaluation lane on
+    one GPU) then keep each other's entries instead of the last writer's view winning."""
+    ledger_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(ledger_file.with_suffix(".lock"), "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ledger = _read_ledger(ledger_file)
+        ledger[name] = entry
+        tmp = ledger_file.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(ledger, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         tmp.replace(ledger_file)
-    return ran
 
 
 def dvc_project(pipeline_file: str | Path, root: Path) -> Path:
