@@ -7,6 +7,9 @@ fetches here, then ``pip install --no-index --find-links .whl pydantic`` there):
     python scripts/gpu_profile.py run --stages 'init@*' 'train@lm_m_*'   # a part (fnmatch on names), e.g. per call
     python scripts/gpu_profile.py run --dry                # the commands it would run
 
+Two ``run`` calls at once on disjoint stages (a training lane beside an evaluation lane) share the
+ledger, which each stage re-reads and writes under a lock; mind the GPU's memory (docs/pipeline.md).
+
 Here, with outputs/lm-gpu and metrics/lm-gpu brought back:
 
     python scripts/gpu_profile.py commit                   # dvc commit -f of the stages the GPU ran

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,3 +78,28 @@ def test_power_holds_a_gpu_arms_table_to_the_gpu_guards_unless_told():
     assert parse_allowance() == 0.012 and parse_allowance("--profile", "cpu") == 0.005
     assert_one_line_error(nego("power", table, "--study", "lm", "--profile", "tpu"),
                           "--profile:tpu: not a profile; known: ['cpu', 'gpu']")
+
+
+KEPT_LM_L = KEPT_GPU.parents[1] / "lm-gpu-lm_l-2026-12-07"
+"""The second GPU size (lm_l), built in part: base and the step-56 arm evaluated, the primary arm not."""
+
+
+def test_the_kept_lm_l_build_gives_its_numbers_and_the_audit_names_only_the_missing_primary(tmp_path):
+    tables, arms = tmp_path / "t", "lm_l_base,lm_l_shared,ref_*"
+    shutil.copytree(KEPT_LM_L / "tables", tables)
+    assert nego_json("validate", "--study", "lm", "--results", str(tables), "--arms", arms)["success"]
+    nego_json("analyze", "--study", "lm", "--results", str(tables), "--arms", arms)
+    contrasts = json.loads((tables / "analyze" / "contrasts.json").read_text(encoding="utf-8"))["contrasts"]
+    step56 = next(c["interval"] for c in contrasts if c["spec"]["name"] == "lm_l_shared - lm_l_base")
+    assert [round(v, 3) for v in (step56["mean"], *step56["ci"])] == [0.008, -0.017, 0.033]  # as its README says
+    audit = nego("audit", "lm", "--results", str(tables), "--json")
+    failed = [f for f in json.loads(audit.stdout)["findings"] if f["status"] == "fail"]
+    assert audit.exit_code == 1 and len(failed) == 1, failed
+    assert "primary contrast lm_l_shared_104 - lm_l_base is missing" in json.dumps(failed[0])
+
+
+def test_the_lm_l_gain_by_size_script_prints_what_its_readme_keeps():
+    done = subprocess.run([sys.executable, str(KEPT_LM_L / "gain_by_size_step56.py")], capture_output=True, text=True,
+                          timeout=600, cwd=KEPT_LM_L.parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == (KEPT_LM_L / "gain_by_size_step56.txt").read_text(encoding="utf-8")
