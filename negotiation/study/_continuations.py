@@ -76,15 +76,19 @@ class Branch(StrictModel):
     """Deviations the registry entry cites (empty under the rule)."""
 
 
+def _continuation_arms(arms: Mapping[str, Arm]) -> list[Arm]:
+    """The trained arms whose run continues another run (the one rule both maps below read)."""
+    return [a for a in arms.values() if a.kind == "trained" and a.run and a.parent_run]
+
+
 def _continuation_runs(arms: Mapping[str, Arm]) -> dict[str, str]:
-    return {a.run: a.parent_run for a in arms.values() if a.kind == "trained" and a.run and a.parent_run}
+    return {a.run: a.parent_run for a in _continuation_arms(arms)}
 
 
 def _run_recipes(study: Study, arms: Mapping[str, Arm]) -> dict[str, Any]:
     """The recipe each continuation run trains with: its size's (``Protocol.recipe_for``), so a
     GPU-profile size branches on ``gpu_training``'s steps."""
-    return {a.run: study.protocol.recipe_for(a.size) for a in arms.values()
-            if a.kind == "trained" and a.run and a.parent_run}
+    return {a.run: study.protocol.recipe_for(a.size) for a in _continuation_arms(arms)}
 
 
 def continuation_problems(study: Study, arms: Mapping[str, Arm],
