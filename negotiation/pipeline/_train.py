@@ -182,7 +182,7 @@ def _train_tokens(study: Study, run: str, info: dict[str, Any], out_dir: Path, t
     owner = study.arms[info["params_key"].split(".", 1)[1]]
     parent = branch_checkpoint(study.root / info["start"], info["branch_step"]) if info["parent"] else None
     cuda = _stage_device() == "cuda"
-    precision = study.protocol.recipe_for(info["size"]).optimizer.precision
+    precision = study.run_protocol(run).recipe_for(info["size"]).optimizer.precision
     runtime = LmRuntime(device="cuda" if cuda else "cpu", dtype="bfloat16" if precision == "bf16" else "float32",
                         gradient_checkpointing=runtime_switch("training.gradient_checkpointing") if cuda else False,
                         micro_batch_tokens=micro_batch_tokens("cuda" if cuda else "cpu"), compile_rollout=cuda,

@@ -6,6 +6,7 @@ import datetime as dt
 
 from typing import Iterator
 
+from negotiation.errors import ConfigError
 from negotiation.study import arm_problems, panel_path, value_problems
 from negotiation.registry._findings import AuditContext, Finding, cover
 from negotiation.registry._deviation_index import history_problems
@@ -126,8 +127,24 @@ def check_deviation_arms(ctx: AuditContext) -> Iterator[Finding]:
     for problem in value_problems(ctx.study.protocol, ctx.registry):
         bad = True
         yield _fail("deviation_arms", problem)
+    for problem in [] if bad else _run_value_problems(ctx.study):
+        bad = True
+        yield _fail("deviation_arms", problem)
     if not bad:
         yield _ok("deviation_arms", "every arm, buyer, domain and protocol key a deviation names exists")
+
+
+def _run_value_problems(study) -> list[str]:
+    """Each training run whose arms' deviation values disagree or reshape it (``Study.run_protocol``),
+    found here rather than when the run trains."""
+    runs = sorted({r for a in study.arms.values() if a.kind == "trained" for r in (a.run, a.parent_run) if r})
+    problems = []
+    for run in runs:
+        try:
+            study.run_protocol(run)
+        except ConfigError as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def _added_arm_findings(ctx: AuditContext, name: str) -> Iterator[Finding]:

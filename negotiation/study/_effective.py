@@ -3,11 +3,13 @@
 The frozen protocol holds what was frozen before any arm ran (the paper: 31B served on two
 accelerators). A departure that changes a number is a deviation with ``values`` (entry 17: the
 31B arms on four); the pipeline serves and evaluates each arm under ``effective_protocol``, and
-the report reads the same function, so the departed value lives in the registry alone.
+the report reads the same function, so the departed value lives in the registry alone. A training
+run trains under ``run_protocol``: its arms' effective protocol, which they must agree on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -16,7 +18,11 @@ from negotiation.errors import ConfigError
 from negotiation.protocol import Protocol
 from negotiation.study._registry import Registry
 
-__all__ = ["effective_protocol", "value_problems"]
+__all__ = ["RUN_SHAPE", "effective_protocol", "key_problems", "run_protocol", "value_problems"]
+
+RUN_SHAPE = ("initial_steps", "combined_steps", "checkpoint_every", "read_points", "seeds_per_arm")
+"""Recipe keys the plan, read points and continuations take from the frozen protocol: a deviation's
+value may not change them for a run (a different branch is a continuation entry; else re-freeze)."""
 
 
 def _get(obj: Any, parts: list[str]) -> Any:
@@ -40,17 +46,22 @@ def _set(obj: Any, parts: list[str], value: Any) -> Any:
     return obj.model_copy(update={head: _set(getattr(obj, head), rest, value)})
 
 
+def key_problems(protocol: Protocol, values: Mapping[str, Any]) -> list[str]:
+    """``values.<key>: reason`` for each dotted key of ``values`` naming no frozen protocol key."""
+    problems = []
+    for key in values:
+        try:
+            _get(protocol, key.split("."))
+        except KeyError as exc:
+            problems.append(f"values.{key}: no protocol key {exc.args[0]!r} there")
+    return problems
+
+
 def value_problems(protocol: Protocol, registry: Registry) -> list[str]:
     """``file:values.<key>: reason`` for deviation values naming no frozen protocol key."""
-    problems = []
-    for entry_id, entry in sorted(registry.deviations.entries.items()):
-        for key in entry.values:
-            try:
-                _get(protocol, key.split("."))
-            except KeyError as exc:
-                problems.append(f"{registry.show(registry.deviations.paths[entry_id])}:values.{key}: no protocol "
-                                f"key {exc.args[0]!r} there")
-    return problems
+    return [f"{registry.show(registry.deviations.paths[entry_id])}:{problem}"
+            for entry_id, entry in sorted(registry.deviations.entries.items())
+            for problem in key_problems(protocol, entry.values)]
 
 
 def effective_protocol(protocol: Protocol, registry: Registry, arm: str) -> Protocol:
@@ -71,3 +82,36 @@ def effective_protocol(protocol: Protocol, registry: Registry, arm: str) -> Prot
             raise ConfigError(f"{shown}:values: the protocol with these values is invalid: "
                               f"{exc.errors()[0]['msg']}") from exc
     return protocol
+
+
+def _run_owners(arms: Mapping[str, Any], run: str) -> list[str]:
+    """The arms whose entry defines ``run``: those training it, else (a run trained only to be
+    continued) those continuing it."""
+    own = sorted(n for n, a in arms.items() if a.kind == "trained" and a.run == run)
+    return own or sorted(n for n, a in arms.items() if a.kind == "trained" and a.parent_run == run)
+
+
+def run_protocol(study: Any, run: str) -> Protocol:
+    """The protocol training run ``run`` of ``study`` trains under: its owners' ``effective_protocol``
+    (the frozen one where no deviation value covers them). One run trains once for every arm that
+    reads it, so the owners must agree on its recipe section, and no value may change the run's
+    ``RUN_SHAPE``: either is a ConfigError naming the arms and the key."""
+    owners = _run_owners(study.arms, run)
+    if not owners:
+        return study.protocol
+    size = study.arms[owners[0]].size
+    first = study.effective_protocol(owners[0])
+    key, recipe, frozen = first.recipe_key_for(size), first.recipe_for(size), study.protocol.recipe_for(size)
+    where = f"registry/{study.name}/deviations"
+    for field in RUN_SHAPE:
+        if getattr(recipe, field) != getattr(frozen, field):
+            raise ConfigError(f"{where}: a value gives run {run!r} (arms {owners}) {key}.{field} "
+                              f"{getattr(recipe, field)!r}, frozen {getattr(frozen, field)!r}: the plan and read "
+                              "points keep the frozen run shape (a branch is a continuations.yaml entry, else re-freeze)")
+    for name in owners[1:]:
+        other = study.effective_protocol(name)
+        if (other.recipe_for(size), other.sizes[size]) != (recipe, first.sizes[size]):
+            raise ConfigError(f"{where}: run {run!r} trains once for arms {owners}, but the deviations' values "
+                              f"give {name!r} another {key} or sizes.{size} than {owners[0]!r}; a value that changes "
+                              "training must cover every arm of the run")
+    return first

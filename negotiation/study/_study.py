@@ -25,7 +25,7 @@ from negotiation.study._continuations import (
     continuations_path,
 )
 from negotiation.study._deviation import DeviationLog
-from negotiation.study._effective import effective_protocol
+from negotiation.study._effective import effective_protocol, run_protocol
 from negotiation.study._layout import ResultsLayout, default_root, results_dir, study_dir
 from negotiation.study._lockfile import LOCK_FILE, LockError, lock_file_problems
 from negotiation.study._panel import Panel, panel_path, panel_problems
@@ -95,6 +95,14 @@ class Study:
         if arm not in cache:
             cache[arm] = effective_protocol(self.protocol, self.registry, arm)
         return cache[arm]
+
+    def run_protocol(self, run: str) -> Protocol:
+        """The protocol training run ``run`` trains under (``run_protocol``): the frozen one with the
+        values of the deviations covering the arms that define it, which must agree."""
+        cache = self.__dict__.setdefault("_run_protocols", {})
+        if run not in cache:
+            cache[run] = run_protocol(self, run)
+        return cache[run]
 
     @cached_property
     def guard_thresholds(self):

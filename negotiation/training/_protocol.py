@@ -64,7 +64,7 @@ def train_config_for(study, run: str, *, parent: Path | None = None, steps: int 
     if not owners:
         raise ConfigError(f"{where}:arms: no trained arm has run {run!r}; "
                           f"runs: {training_runs(study)}")
-    arm, protocol = owners[0], study.protocol
+    arm, protocol = owners[0], study.run_protocol(run)  # with the values of deviations covering the run
     size = protocol.sizes[arm.size]
     if size.kind != "policy":
         raise ConfigError(f"protocol/{study.name}/protocol.yaml:sizes.{arm.size}.kind: the demo "

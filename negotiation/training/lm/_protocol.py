@@ -38,14 +38,15 @@ def lm_train_config_for(study, run: str, arm, *, base: Path, parent: Path | None
     if (arm.parent_run is None) != (parent is None):
         need = "needs the parent's final checkpoint" if arm.parent_run else "has no parent run"
         raise ConfigError(f"{where}.parent_run: run {run!r} {need} (got parent={parent})")
-    t = study.protocol.recipe_for(arm.size)
+    protocol = study.run_protocol(run)  # the frozen recipe with the values of deviations covering the run
+    t = protocol.recipe_for(arm.size)
     problems = recipe_problems(t, tokens=True)  # as the demo adapter: one line, not a validation traceback
     if problems:
-        raise ConfigError(f"protocol/{study.name}/protocol.yaml:{study.protocol.recipe_key_for(arm.size)}.{problems[0]}")
+        raise ConfigError(f"protocol/{study.name}/protocol.yaml:{protocol.recipe_key_for(arm.size)}.{problems[0]}")
     if steps is None:
         steps = t.continuation_steps if arm.parent_run else t.initial_steps
-    seed = int(getattr(study.protocol.sizes[arm.size], "init_seed", 0))
+    seed = int(getattr(protocol.sizes[arm.size], "init_seed", 0))
     lm_arm = LmArm(study=study.name, arm=run, size=arm.size, base=Path(base), lr_multiple=arm.lr_multiple,
                    steps=steps, seed=seed, parent=parent, parent_arm=arm.parent_run)
-    return LmTrainConfig(protocol=study.protocol, arm=lm_arm, runtime=runtime or LmRuntime(),
+    return LmTrainConfig(protocol=protocol, arm=lm_arm, runtime=runtime or LmRuntime(),
                          protocol_hash=protocol_hash)

@@ -77,7 +77,7 @@ def lr_schedule(warmup_steps: int, steps: int, floor: float) -> list[dict[str, A
 
 
 def llm_size(study: Study, plan: RunPlan) -> Any:
-    size = study.protocol.sizes[plan.size]
+    size = study.run_protocol(plan.run).sizes[plan.size]
     if size.kind != "llm":
         raise ConfigError(f"protocol/{study.name}/protocol.yaml:sizes.{plan.size}.kind: {size.kind!r}; "
                           "NeMo-RL trains language-model sellers (kind: llm), the demo trains its own policy")
@@ -85,9 +85,10 @@ def llm_size(study: Study, plan: RunPlan) -> Any:
 
 
 def _recipe(study: Study, plan: RunPlan) -> tuple[Recipe, str]:
-    """The recipe the plan's size trains with (``Protocol.recipe_for``) and its protocol key."""
-    recipe = study.protocol.recipe_for(plan.size)
-    return recipe, "gpu_training" if recipe is study.protocol.gpu_training else "training"
+    """The recipe the plan's run trains with (``Study.run_protocol``: the size's section with the
+    values of deviations covering the run) and its protocol key."""
+    protocol = study.run_protocol(plan.run)
+    return protocol.recipe_for(plan.size), protocol.recipe_key_for(plan.size)
 
 
 def _grpo(study: Study, plan: RunPlan) -> dict[str, Any]:
@@ -144,7 +145,7 @@ def _optimizer(study: Study, plan: RunPlan) -> dict[str, Any]:
 
 
 def _policy(study: Study, plan: RunPlan, stop_ids: list[int] | None) -> dict[str, Any]:
-    protocol, size = study.protocol, llm_size(study, plan)
+    protocol, size = study.run_protocol(plan.run), llm_size(study, plan)
     (recipe, key), sampling = _recipe(study, plan), protocol.sampling.self_served_seller
     seq = recipe.sequences
     if seq is None:

@@ -90,7 +90,7 @@ def plan_run(study: Study, name: str, *, seed: int = 0, parent_step: int | None 
         raise ConfigError(f"{arms_file}:arms: no arm or run {name!r}; trained arms: "
                           f"{sorted(a for a, v in arms.items() if v.kind == 'trained')}; runs: {sorted(runs)}")
     described = runs[run_name]
-    recipe = study.protocol.recipe_for(described.size)  # the size's recipe: gpu_training for a GPU-profile size
+    recipe = study.run_protocol(run_name).recipe_for(described.size)  # gpu_training for a GPU-profile size
     if described.parent_run is None:
         if parent_step is not None:
             raise ConfigError(f"--parent-step: run {run_name!r} is an initial run, not a continuation")
