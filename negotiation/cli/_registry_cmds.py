@@ -20,7 +20,8 @@ from negotiation.names import check_name
 from negotiation.study import ResultsLayout, default_root, load_study
 from negotiation.protocol import check_profile
 from negotiation.registry import (
-    CATEGORIES, CHECKS, INDEX_FILE, AuditReport, appended_only, arm_fields, new_deviation, parse_cell, run_audit,
+    CATEGORIES, CHECKS, INDEX_FILE, AuditReport, appended_only, arm_fields, key_values, new_deviation, parse_cell,
+    run_audit,
 )
 
 __all__ = ["audit_command", "deviation_app", "print_report"]
@@ -105,6 +106,9 @@ def new_command(
     like: Optional[str] = typer.Option(None, "--like", help="With --add-arm: start from this arm's fields."),
     setting: List[str] = typer.Option([], "--set", help="With --add-arm: an arm field, key=value (YAML value; "
                                       "repeatable), e.g. --set lr_multiple=5 --set run=w64_lr5x."),
+    value: List[str] = typer.Option([], "--value", help="A frozen protocol key the covered arms ran (or train) with "
+                                    "instead, key=value (YAML value; repeatable), e.g. "
+                                    "--value gpu_training.baseline=group_mean."),
     root: Optional[Path] = root_option(),
 ) -> None:
     """Scaffold registry/<study>/deviations/NNNN-slug.yaml with the next id and today's date; with
@@ -116,10 +120,11 @@ def new_command(
     try:
         loaded = load_study(study, root)
         fields = arm_fields(loaded, like, setting) if add_arm is not None else None
+        values = key_values("--value", value, "gpu_training.baseline=group_mean")
         path = new_deviation(
             loaded, category=category, title=title, what_changed=what, why=why, expected_impact=impact,
             arms=arm, cells=[parse_cell(c) for c in cell], all_arms=all_arms, supersedes=supersedes,
-            source=source, root=root, add_arm=add_arm, arm=fields,
+            source=source, root=root, add_arm=add_arm, arm=fields, values=values,
         )
     except ConfigError as exc:
         raise exit_with(str(exc), EXIT_INPUT) from None

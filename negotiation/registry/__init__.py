@@ -30,12 +30,12 @@ from negotiation.registry._readpoint import (
     select_read_point,
 )
 from negotiation.registry._scaffold import new_deviation, parse_cell
-from negotiation.registry._scaffold_arm import arm_fields
+from negotiation.registry._scaffold_arm import arm_fields, key_values
 from negotiation.registry._signoffs import SignoffError, record_signoff
 
 __all__ = [
     "CATEGORIES", "CHECKS", "INDEX_FILE", "AuditReport", "Cell", "CheckpointError", "Deviation", "DeviationLog", "Finding",
-    "ReadPoint", "Registry", "SignOff", "SignoffError", "appended_only", "arm_fields", "effective_protocol",
+    "ReadPoint", "Registry", "SignOff", "SignoffError", "appended_only", "arm_fields", "effective_protocol", "key_values",
     "list_checkpoint_steps", "load_deviation_log", "load_registry", "new_deviation", "parse_cell", "record_signoff", "run_audit",
     "select_checkpoint", "select_read_point", "value_problems",
 ]

@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from negotiation.errors import ConfigError, format_validation_error
 from negotiation.protocol import display_path
-from negotiation.study import FILE_NAME, Cell, Deviation, Study, append_to_index, as_study, deviation_filename
+from negotiation.study import (FILE_NAME, Cell, Deviation, Study, append_to_index, as_study, deviation_filename,
+                              key_problems)
 from negotiation.registry._scaffold_arm import ArmDraft, draft_added_arm
 
 __all__ = ["new_deviation", "parse_cell"]
@@ -66,14 +67,16 @@ def new_deviation(
     root: Path | None = None,
     add_arm: str | None = None,
     arm: Mapping[str, Any] | None = None,
+    values: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``registry/<study>/deviations/NNNN-slug.yaml`` with the next id; return its path.
 
     With ``add_arm``, the entry (category ``arm_added``) also adds that arm, with the fields
     ``arm`` (``arm_fields``), to ``registry/<study>/arms.yaml``, citing the new entry. Entry and
     arm are validated (schema, arms named, superseded entry present, the arm's size, read point
-    and run) before anything is written, so neither file is ever half made. A loaded ``study`` (the
-    command's) is not read again.
+    and run) before anything is written, so neither file is ever half made. ``values`` are frozen
+    protocol keys (dotted) and the values the covered arms ran with (``effective_protocol``;
+    ``run_protocol`` for training). A loaded ``study`` (the command's) is not read again.
     """
     loaded = as_study(study, root)
     root = loaded.root
@@ -90,19 +93,22 @@ def new_deviation(
         "category": category, "all_arms": all_arms, "arms": list(arms),
         "cells": [c.model_dump(exclude_none=True) for c in cells], "what_changed": what_changed, "why": why,
         "expected_impact": expected_impact, "supersedes": supersedes, "source": source,
+        "values": dict(values or {}),
     }
     try:
         entry = Deviation.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(target, exc)) from exc
     _check_names(loaded, entry, target, add_arm)
+    for problem in key_problems(loaded.protocol, entry.values):
+        raise ConfigError(f"{target}:{problem}")
     if supersedes is not None and supersedes not in loaded.deviations.entries:
         raise ConfigError(f"{target}:supersedes: no valid entry {supersedes} in {display_path(folder, root)}")
     draft: ArmDraft | None = None
     if add_arm is not None:
         draft = draft_added_arm(loaded, add_arm, arm or {}, entry_id)
     folder.mkdir(parents=True, exist_ok=True)
-    body = {k: v for k, v in data.items() if v not in (None, [], False)}
+    body = {k: v for k, v in data.items() if v not in (None, [], False, {})}
     with path.open("x", encoding="utf-8") as handle:  # "x": never overwrite an entry
         yaml.safe_dump(body, handle, sort_keys=False, allow_unicode=True, width=100)
     append_to_index(folder, entry_id, path, root=root)

@@ -19,7 +19,7 @@ from negotiation.errors import ConfigError, format_validation_error
 from negotiation.protocol import display_path
 from negotiation.study import AddedArms, Study, added_arms_document, added_arms_path, arm_problems
 
-__all__ = ["ArmDraft", "arm_fields", "draft_added_arm"]
+__all__ = ["ArmDraft", "arm_fields", "draft_added_arm", "key_values"]
 
 HEADER = ("# Arms the {study} study evaluates outside its frozen matrix (protocol/{study}/arms.yaml), each naming\n"
           "# the deviations that cover it (`nego deviation new {study} --add-arm NAME`).\n")
@@ -34,17 +34,25 @@ def arm_fields(study: Study, like: str | None, settings: Sequence[str]) -> dict[
         if like not in study.arms:
             raise ConfigError(f"--like:{like}: not an arm of study {study.name!r}; known: {sorted(study.arms)}")
         fields = study.arms[like].model_dump(mode="json", exclude_none=True, exclude={"deviations"})
-    for text in settings:
-        key, sep, raw = text.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--set:{text!r}: expected key=value, e.g. lr_multiple=5")
-        try:
-            fields[key] = yaml.safe_load(raw) if raw else ""
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"--set:{key}: cannot read {raw!r} as a YAML value ({exc})") from None
-        if fields[key] is None:
+    for key, value in key_values("--set", settings, "lr_multiple=5").items():
+        fields[key] = value
+        if value is None:
             del fields[key]
     return fields
+
+
+def key_values(option: str, texts: Sequence[str], example: str) -> dict[str, Any]:
+    """``key=value`` options (``--set``, ``--value``) as a dict, each value read as YAML."""
+    out: dict[str, Any] = {}
+    for text in texts:
+        key, sep, raw = text.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{option}:{text!r}: expected key=value, e.g. {example}")
+        try:
+            out[key] = yaml.safe_load(raw) if raw else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{option}:{key}: cannot read {raw!r} as a YAML value ({exc})") from None
+    return out
 
 
 class ArmDraft:

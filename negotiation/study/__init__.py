@@ -28,7 +28,7 @@ from negotiation.study._continuations import (
 )
 from negotiation.study._deviation import CATEGORIES, FILE_NAME, Cell, Deviation, DeviationLog, deviation_filename, load_deviation_log, slugify
 from negotiation.study._deviation_index import INDEX_FILE, DeviationIndex, append_to_index, appended_only
-from negotiation.study._effective import effective_protocol, value_problems
+from negotiation.study._effective import effective_protocol, key_problems, value_problems
 from negotiation.study._registry import Registry, SignOff, load_registry
 from negotiation.study._contrasts import ContrastResult, ContrastSpec, Interval
 from negotiation.study._guards import (
@@ -61,7 +61,7 @@ __all__ = [
     "PANEL_FILE", "Panel", "load_panel", "panel_path", "panel_problems",
     "CATEGORIES", "FILE_NAME", "INDEX_FILE", "Cell", "Deviation", "DeviationIndex", "DeviationLog", "Registry",
     "SignOff", "append_to_index", "appended_only", "deviation_filename", "effective_protocol",
-    "load_deviation_log", "load_registry", "slugify", "value_problems",
+    "key_problems", "load_deviation_log", "load_registry", "slugify", "value_problems",
     "PRESPECIFIED_THRESHOLDS", "GuardRules", "GuardThresholds", "PostHocThresholds", "ProjectPrespecified",
     "guard_rule_problems", "load_guard_thresholds", "resolve_guards", "study_guard_rules",
     "ModelPrice", "TokenPrices", "load_token_prices", "spec_model",

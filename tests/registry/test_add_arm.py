@@ -95,3 +95,28 @@ def test_a_hand_written_bad_read_point_is_a_file_key_reason_line(checkout, edit)
     findings = json.loads(audit.stdout)["findings"]
     assert {"check": "lock", "status": "pass"}.items() <= findings[0].items()
     assert any(f["check"] == "protocol" and f["evidence"].startswith(line) for f in findings)
+
+
+def test_an_arm_with_its_own_estimator_trains_under_the_value_its_entry_records(committed_root, tmp_path):
+    """``--value``: the added lm arm's run trains with the bounded estimator, the frozen arms do not."""
+    from negotiation.study import load_study
+    from negotiation.training.lm import lm_train_config_for
+
+    def add(arm: str, value: str):
+        return nego("deviation", "new", "lm", "--category", "arm_added", "--title", f"{arm} with group-mean advantages",
+                    "--add-arm", arm, "--like", "lm_m_shared", "--set", f"run={arm}", "--value", value,
+                    "--what", "a secondary arm", "--why", "the estimator", "--impact", "one more arm",
+                    "--root", str(committed_root))
+
+    result = add("lm_m_gn", "gpu_training.baseline=group_mean")
+    assert result.exit_code == 0, result.stderr
+    study = load_study("lm", committed_root)
+    (entry,) = [e for e in study.deviations.entries.values() if "lm_m_gn" in e.arms]
+    assert entry.values == {"gpu_training.baseline": "group_mean"}
+    added = lm_train_config_for(study, "lm_m_gn", study.arms["lm_m_gn"], base=tmp_path)
+    frozen = lm_train_config_for(study, "lm_m_shared", study.arms["lm_m_shared"], base=tmp_path)
+    assert (added.protocol.gpu_training.baseline, frozen.protocol.gpu_training.baseline) == ("group_mean", "leave_one_out")
+    before = sorted(p.name for p in (committed_root / "registry/lm").rglob("*"))
+    assert_one_line_error(add("lm_m_gn2", "gpu_training.basline=group_mean"),
+                          "values.gpu_training.basline: no protocol key 'basline' there")
+    assert sorted(p.name for p in (committed_root / "registry/lm").rglob("*")) == before
