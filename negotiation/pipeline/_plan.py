@@ -79,6 +79,13 @@ def _entry(study: Study, name: str) -> dict[str, str]:
     return {"params_file": f"registry/{study.name}/arms.yaml", "params_key": f"added_arms.{name}"}
 
 
+def _values(study: Study, run: str) -> dict[str, Any]:
+    """``values``: the deviation values a run trains under (``Study.run_values``), present only when
+    some entry records one, so the train stage's ``runs.<run>`` param changes with them."""
+    values = study.run_values(run)
+    return {"values": values} if values else {}
+
+
 def _runs(study: Study, arms: dict[str, Arm], layout: ResultsLayout,
           branches: dict[str, Branch]) -> dict[str, dict[str, Any]]:
     """Every training run (parents first), with the folder it starts from, the parent step it
@@ -97,13 +104,14 @@ def _runs(study: Study, arms: dict[str, Arm], layout: ResultsLayout,
         if arm.parent_run:
             if arm.parent_run not in owners:  # an initial run trained only to be continued
                 runs[arm.parent_run] = {"size": arm.size, "lr_multiple": arm.lr_multiple, "parent": "",
-                                        "start": layout.init(arm.size).as_posix(), **initial, **_entry(study, owner)}
+                                        "start": layout.init(arm.size).as_posix(), **initial, **_entry(study, owner),
+                                        **_values(study, arm.parent_run)}
             start = layout.train(arm.parent_run).as_posix()
             steps = {"branch_step": branches[run].branch_step, "steps": branches[run].steps}
         else:
             start, steps = layout.init(arm.size).as_posix(), initial
         runs[run] = {"size": arm.size, "lr_multiple": arm.lr_multiple, "parent": arm.parent_run or "",
-                     "start": start, **steps, **_entry(study, owner)}
+                     "start": start, **steps, **_entry(study, owner), **_values(study, run)}
     return dict(sorted(runs.items(), key=lambda kv: (kv[1]["parent"] != "", kv[0])))
 
 

@@ -18,7 +18,7 @@ from negotiation.errors import ConfigError
 from negotiation.protocol import Protocol
 from negotiation.study._registry import Registry
 
-__all__ = ["RUN_SHAPE", "effective_protocol", "key_problems", "run_protocol", "value_problems"]
+__all__ = ["RUN_SHAPE", "effective_protocol", "key_problems", "run_protocol", "run_recipe_values", "value_problems"]
 
 RUN_SHAPE = ("initial_steps", "combined_steps", "checkpoint_every", "read_points", "seeds_per_arm")
 """Recipe keys the plan, read points and continuations take from the frozen protocol: a deviation's
@@ -115,3 +115,20 @@ def run_protocol(study: Any, run: str) -> Protocol:
                               f"give {name!r} another {key} or sizes.{size} than {owners[0]!r}; a value that changes "
                               "training must cover every arm of the run")
     return first
+
+
+def run_recipe_values(study: Any, run: str) -> dict[str, Any]:
+    """The deviation values that change how ``run`` trains: those of its recipe section
+    (``training.*`` or ``gpu_training.*``) from the active entries covering its owners, in the order
+    ``effective_protocol`` applies them. The plan puts them beside the run, so recording one reruns
+    exactly that run's stages (``run_protocol`` checks first that its owners agree)."""
+    study.run_protocol(run)
+    owners = _run_owners(study.arms, run)
+    if not owners:
+        return {}
+    prefix = study.protocol.recipe_key_for(study.arms[owners[0]].size) + "."
+    values: dict[str, Any] = {}
+    for entry in study.registry.deviations.active():
+        if entry.covers(owners[0]):
+            values.update({k: v for k, v in entry.values.items() if k.startswith(prefix)})
+    return values

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 from pathlib import Path
 
 from negotiation.errors import ConfigError
@@ -25,7 +26,7 @@ from negotiation.study._continuations import (
     continuations_path,
 )
 from negotiation.study._deviation import DeviationLog
-from negotiation.study._effective import effective_protocol, run_protocol
+from negotiation.study._effective import effective_protocol, run_protocol, run_recipe_values
 from negotiation.study._layout import ResultsLayout, default_root, results_dir, study_dir
 from negotiation.study._lockfile import LOCK_FILE, LockError, lock_file_problems
 from negotiation.study._panel import Panel, panel_path, panel_problems
@@ -103,6 +104,11 @@ class Study:
         if run not in cache:
             cache[run] = run_protocol(self, run)
         return cache[run]
+
+    def run_values(self, run: str) -> dict[str, Any]:
+        """The deviation values of run ``run``'s recipe section (``run_recipe_values``): what the plan
+        records beside the run so that recording one reruns that run."""
+        return run_recipe_values(self, run)
 
     @cached_property
     def guard_thresholds(self):

@@ -171,3 +171,19 @@ def test_plan_json_is_one_object_naming_each_file_and_each_stale_dep(root, monke
     written = json.loads(nego("--root", str(root), "pipeline", "plan", "demo", "--json").stdout)
     assert written["check"] is False and written["stale"] == [] and all(f["current"] for f in written["files"])
     assert json.loads(nego("--root", str(root), "pipeline", "plan", "demo", "--check", "--json").stdout)["stale"] == []
+
+
+def test_a_runs_recorded_training_values_sit_beside_it_so_recording_one_reruns_that_run(committed_root):
+    """A deviation value of the recipe section lands in ``runs.<run>.values`` (the train stage's
+    ``runs.${key}`` param) for that run only; serving values (the paper's 31B accelerators) do not."""
+    from negotiation.study import load_study
+    from tests.study.test_run_protocol import _log
+
+    before = build_plan(load_study("lm", committed_root), profile="gpu")["plan"]["runs"]
+    _log(committed_root, "lm", ["lm_m_lr3x"], {"gpu_training.baseline": "group_mean"})
+    after = build_plan(load_study("lm", committed_root), profile="gpu")["plan"]["runs"]
+    assert after["lm_m_lr3x"]["values"] == {"gpu_training.baseline": "group_mean"}
+    assert {run: entry for run, entry in after.items() if run != "lm_m_lr3x"} == \
+        {run: entry for run, entry in before.items() if run != "lm_m_lr3x"}
+    paper = build_plan(load_study("paper", committed_root))["plan"]["runs"]
+    assert not any("values" in entry for entry in paper.values())
