@@ -100,8 +100,9 @@ def new_deviation(
     except ValidationError as exc:
         raise ConfigError(format_validation_error(target, exc)) from exc
     _check_names(loaded, entry, target, add_arm)
-    for problem in key_problems(loaded.protocol, entry.values):
-        raise ConfigError(f"{target}:{problem}")
+    bad_keys = key_problems(loaded.protocol, entry.values)
+    if bad_keys:
+        raise ConfigError(f"{target}:{bad_keys[0]}")
     if supersedes is not None and supersedes not in loaded.deviations.entries:
         raise ConfigError(f"{target}:supersedes: no valid entry {supersedes} in {display_path(folder, root)}")
     draft: ArmDraft | None = None
