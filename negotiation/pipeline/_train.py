@@ -149,8 +149,8 @@ def rollout_processes() -> int:
 
 AUTO_MICRO_BATCH_TOKENS = {"cpu": 16384, "cuda": 131072}
 """``training.micro_batch_tokens: auto`` per device: on CUDA a GRPO step's ~200k sequence tokens in
-two micro-batches, as the GPU figures were measured (lm_m and lm_l peaked at 26 and 55 GB on an
-H100 without checkpointing); on the CPU what fits a few GB of host memory."""
+two micro-batches, as the GPU figures were measured (lm_m and lm_l peaked at 26 and 59 GB on an
+H100 without checkpointing, docs/results/lm-gpu-*); on the CPU what fits a few GB of host memory."""
 
 
 def micro_batch_tokens(device: str) -> int:
