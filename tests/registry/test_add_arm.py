@@ -108,15 +108,15 @@ def test_an_arm_with_its_own_estimator_trains_under_the_value_its_entry_records(
                     "--what", "a secondary arm", "--why", "the estimator", "--impact", "one more arm",
                     "--root", str(committed_root))
 
-    result = add("lm_m_gn", "gpu_training.baseline=group_mean")
+    result = add("lm_m_bounded", "gpu_training.baseline=group_mean")
     assert result.exit_code == 0, result.stderr
     study = load_study("lm", committed_root)
-    (entry,) = [e for e in study.deviations.entries.values() if "lm_m_gn" in e.arms]
+    (entry,) = [e for e in study.deviations.entries.values() if "lm_m_bounded" in e.arms]
     assert entry.values == {"gpu_training.baseline": "group_mean"}
-    added = lm_train_config_for(study, "lm_m_gn", study.arms["lm_m_gn"], base=tmp_path)
+    added = lm_train_config_for(study, "lm_m_bounded", study.arms["lm_m_bounded"], base=tmp_path)
     frozen = lm_train_config_for(study, "lm_m_shared", study.arms["lm_m_shared"], base=tmp_path)
     assert (added.protocol.gpu_training.baseline, frozen.protocol.gpu_training.baseline) == ("group_mean", "leave_one_out")
     before = sorted(p.name for p in (committed_root / "registry/lm").rglob("*"))
-    assert_one_line_error(add("lm_m_gn2", "gpu_training.basline=group_mean"),
+    assert_one_line_error(add("lm_m_bounded2", "gpu_training.basline=group_mean"),
                           "values.gpu_training.basline: no protocol key 'basline' there")
     assert sorted(p.name for p in (committed_root / "registry/lm").rglob("*")) == before
