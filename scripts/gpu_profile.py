@@ -6,9 +6,11 @@ fetches here, then ``pip install --no-index --find-links .whl pydantic`` there):
     python scripts/gpu_profile.py run                      # every device stage not yet run, in order
     python scripts/gpu_profile.py run --stages 'init@*' 'train@lm_m_*'   # a part (fnmatch on names), e.g. per call
     python scripts/gpu_profile.py run --dry                # the commands it would run
+    python scripts/gpu_profile.py run --lanes --stages 'init@lm_m' '*@lm_m_*'   # training beside evaluation
 
-Two ``run`` calls at once on disjoint stages (a training lane beside an evaluation lane) share the
-ledger, which each stage re-reads and writes under a lock; mind the GPU's memory (docs/pipeline.md).
+``--lanes`` runs the training stages one after another beside each arm's select, pilot and evaluate
+as soon as its run is in the ledger (``negotiation.pipeline.run_lanes``); the stages share the
+ledger under a lock. Mind the GPU's memory (docs/pipeline.md).
 
 Here, with outputs/lm-gpu and metrics/lm-gpu brought back:
 
@@ -32,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the checkout's package, without an install on the GPU machine
 
-from negotiation.pipeline import DEVICE_STAGES, RUNTIME_KNOBS, commit_offline, run_offline  # noqa: E402
+from negotiation.pipeline import DEVICE_STAGES, RUNTIME_KNOBS, commit_offline, run_lanes, run_offline  # noqa: E402
 
 PIPELINE = Path("pipelines/lm/gpu/dvc.yaml")
 GPU_EVAL_CONCURRENCY = 256
@@ -48,12 +50,14 @@ def main() -> None:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the device stages not yet run (no DVC needed)")
     r.add_argument("--stages", nargs="*", default=(), help="only stages matching these patterns (fnmatch)")
-    r.add_argument("--dry", action="store_true", help="print the commands only")
+    r.add_argument("--dry", action="store_true", help="print the commands (with --lanes: the lanes) only")
+    r.add_argument("--lanes", action="store_true", help="training in one lane, each arm's evaluation beside it")
     sub.add_parser("commit", help="dvc commit -f the stages the GPU machine ran (here, with DVC)")
     args = p.parse_args()
     if args.command == "run":
         os.environ.setdefault(RUNTIME_KNOBS["evaluate.concurrency"], str(GPU_EVAL_CONCURRENCY))
-        ran = run_offline(args.pipeline, ROOT, groups=DEVICE_STAGES, patterns=tuple(args.stages), dry=args.dry)
+        runner = run_lanes if args.lanes else run_offline
+        ran = runner(args.pipeline, ROOT, groups=DEVICE_STAGES, patterns=tuple(args.stages), dry=args.dry)
         print(f"{'would run' if args.dry else 'ran'} {len(ran)} stage(s); bring outputs/lm-gpu and metrics/lm-gpu "
               "home, then: python scripts/gpu_profile.py commit", file=sys.stderr)
     else:

@@ -16,6 +16,7 @@ _EXPORTS = {
                   "run_report", "run_validate"),
     "_evaluate": ("GateClosedError", "arm_metrics", "run_evaluate_stage", "run_pilot_stage"),
     "_keep": ("Kept", "keep_results", "kept_patterns"),
+    "_lanes": ("lane_plan", "run_lanes"),
     "_panel": ("run_panel_stage",),
     "_offline": ("LEDGER", "STAGE_ORDER", "StageCommand", "arm_files", "commit_command", "commit_offline",
                  "ledger_path", "run_offline", "stage_commands"),

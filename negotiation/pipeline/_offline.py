@@ -43,15 +43,17 @@ _VAR = re.compile(r"\$\{([^}]+)\}")
 @dataclass(frozen=True)
 class StageCommand:
     """One stage of a study's DVC files, its variables filled: its name (``select@<arm>``), group,
-    command, DVC address (``<file>:<stage>``, the file as the study file was given) and the folder
+    command, DVC address (``<file>:<stage>``, the file as the study file was given), the folder
     it runs in (its ``wdir``, relative to where the file was given from: a study's own DVC project
-    runs its commands inside it, each starting with a ``cd`` to the root)."""
+    runs its commands inside it, each starting with a ``cd`` to the root) and the arm whose file
+    holds it (``None``: the study file)."""
 
     name: str
     group: str
     cmd: str
     address: str
     wdir: str = "."
+    arm: str | None = None
 
 
 def _lookup(ctx: dict[str, Any], dotted: str) -> Any:
@@ -88,14 +90,14 @@ def _file_commands(path: Path, arm: str | None) -> list[tuple[StageCommand, int]
         wdir = os.path.normpath(path.parent / body.get("wdir", "."))
         if "foreach" not in stage:
             out.append((StageCommand(f"{name}@{arm}" if arm else name, name, _fill(stage["cmd"], ctx),
-                                     f"{path.as_posix()}:{name}", wdir), 0))
+                                     f"{path.as_posix()}:{name}", wdir, arm), 0))
             continue
         items = stage["foreach"] if isinstance(stage["foreach"], dict) else \
             _lookup(ctx, _VAR.fullmatch(stage["foreach"]).group(1))
         for key, item in items.items():
             continues = int(name == "train" and "/train/" in str((item or {}).get("start", "")))
             out.append((StageCommand(f"{name}@{key}", name, _fill(stage["do"]["cmd"], {**ctx, "key": key, "item": item}),
-                                     f"{path.as_posix()}:{name}@{key}", wdir), continues))
+                                     f"{path.as_posix()}:{name}@{key}", wdir, arm), continues))
     return out
 
 
