@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -144,6 +144,10 @@ class Recipe(StrictModel):
 
 class LlmSize(StrictModel):
     """A language-model seller size with its hardware-forced settings (Table 8)."""
+
+    TRAINING_FIELDS: ClassVar[tuple[str, ...]] = ("checkpoint", "train_tensor_parallel", "train_micro_batch",
+                                                  "generation_memory_fraction")
+    """The fields a training run reads (NeMo-RL's config): a deviation value of one reruns the run."""
 
     kind: Literal["llm"]
     """Discriminator."""

@@ -119,16 +119,19 @@ def run_protocol(study: Any, run: str) -> Protocol:
 
 def run_recipe_values(study: Any, run: str) -> dict[str, Any]:
     """The deviation values that change how ``run`` trains: those of its recipe section
-    (``training.*`` or ``gpu_training.*``) from the active entries covering its owners, in the order
-    ``effective_protocol`` applies them. The plan puts them beside the run, so recording one reruns
+    (``training.*`` or ``gpu_training.*``) and of its size's ``TRAINING_FIELDS`` (an LLM size's
+    checkpoint and training parallelism; not serving keys) from the active entries covering its
+    owners, in the order ``effective_protocol`` applies them. The plan puts them beside the run, so recording one reruns
     exactly that run's stages (``run_protocol`` checks first that its owners agree)."""
     study.run_protocol(run)
     owners = _run_owners(study.arms, run)
     if not owners:
         return {}
-    prefix = study.protocol.recipe_key_for(study.arms[owners[0]].size) + "."
+    size = study.arms[owners[0]].size
+    keys = {f"sizes.{size}.{field}" for field in getattr(study.protocol.sizes[size], "TRAINING_FIELDS", ())}
+    prefix = study.protocol.recipe_key_for(size) + "."
     values: dict[str, Any] = {}
     for entry in study.registry.deviations.active():
         if entry.covers(owners[0]):
-            values.update({k: v for k, v in entry.values.items() if k.startswith(prefix)})
+            values.update({k: v for k, v in entry.values.items() if k.startswith(prefix) or k in keys})
     return values

@@ -174,8 +174,9 @@ def test_plan_json_is_one_object_naming_each_file_and_each_stale_dep(root, monke
 
 
 def test_a_runs_recorded_training_values_sit_beside_it_so_recording_one_reruns_that_run(committed_root):
-    """A deviation value of the recipe section lands in ``runs.<run>.values`` (the train stage's
-    ``runs.${key}`` param) for that run only; serving values (the paper's 31B accelerators) do not."""
+    """A deviation value of the recipe section or of a size's training fields lands in
+    ``runs.<run>.values`` (the train stage's ``runs.${key}`` param) for that run only; serving values
+    (the paper's 31B accelerators) do not."""
     from negotiation.study import load_study
     from tests.study.test_run_protocol import _log
 
@@ -187,3 +188,7 @@ def test_a_runs_recorded_training_values_sit_beside_it_so_recording_one_reruns_t
         {run: entry for run, entry in before.items() if run != "lm_m_lr3x"}
     paper = build_plan(load_study("paper", committed_root))["plan"]["runs"]
     assert not any("values" in entry for entry in paper.values())
+    _log(committed_root, "paper", ["e2b_shared_104"], {"sizes.e2b.train_micro_batch": 2})  # NeMo-RL reads it
+    paper = build_plan(load_study("paper", committed_root))["plan"]["runs"]
+    assert {run: entry["values"] for run, entry in paper.items() if "values" in entry} == \
+        {"e2b_shared_cont": {"sizes.e2b.train_micro_batch": 2}}
