@@ -18,7 +18,8 @@ from negotiation.errors import ConfigError
 from negotiation.protocol import Protocol
 from negotiation.study._registry import Registry
 
-__all__ = ["RUN_SHAPE", "effective_protocol", "key_problems", "run_protocol", "run_recipe_values", "value_problems"]
+__all__ = ["RUN_SHAPE", "effective_protocol", "key_problems", "run_owners", "run_protocol", "run_recipe_values",
+           "value_problems"]
 
 RUN_SHAPE = ("initial_steps", "combined_steps", "checkpoint_every", "read_points", "seeds_per_arm")
 """Recipe keys the plan, read points and continuations take from the frozen protocol: a deviation's
@@ -84,7 +85,7 @@ def effective_protocol(protocol: Protocol, registry: Registry, arm: str) -> Prot
     return protocol
 
 
-def _run_owners(arms: Mapping[str, Any], run: str) -> list[str]:
+def run_owners(arms: Mapping[str, Any], run: str) -> list[str]:
     """The arms whose entry defines ``run``: those training it, else (a run trained only to be
     continued) those continuing it."""
     own = sorted(n for n, a in arms.items() if a.kind == "trained" and a.run == run)
@@ -96,7 +97,7 @@ def run_protocol(study: Any, run: str) -> Protocol:
     (the frozen one where no deviation value covers them). One run trains once for every arm that
     reads it, so the owners must agree on its recipe section, and no value may change the run's
     ``RUN_SHAPE``: either is a ConfigError naming the arms and the key."""
-    owners = _run_owners(study.arms, run)
+    owners = run_owners(study.arms, run)
     if not owners:
         return study.protocol
     size = study.arms[owners[0]].size
@@ -124,7 +125,7 @@ def run_recipe_values(study: Any, run: str) -> dict[str, Any]:
     owners, in the order ``effective_protocol`` applies them. The plan puts them beside the run, so recording one reruns
     exactly that run's stages (``run_protocol`` checks first that its owners agree)."""
     study.run_protocol(run)
-    owners = _run_owners(study.arms, run)
+    owners = run_owners(study.arms, run)
     if not owners:
         return {}
     size = study.arms[owners[0]].size

@@ -26,7 +26,7 @@ from negotiation.study._continuations import (
     continuations_path,
 )
 from negotiation.study._deviation import DeviationLog
-from negotiation.study._effective import effective_protocol, run_protocol, run_recipe_values
+from negotiation.study._effective import effective_protocol, run_owners, run_protocol, run_recipe_values
 from negotiation.study._layout import ResultsLayout, default_root, results_dir, study_dir
 from negotiation.study._lockfile import LOCK_FILE, LockError, lock_file_problems
 from negotiation.study._panel import Panel, panel_path, panel_problems
@@ -96,6 +96,11 @@ class Study:
         if arm not in cache:
             cache[arm] = effective_protocol(self.protocol, self.registry, arm)
         return cache[arm]
+
+    def run_owners(self, run: str) -> list[str]:
+        """The arms whose entry defines training run ``run`` (``run_owners``): those training it,
+        else (a run trained only to be continued) those continuing it; empty for no run."""
+        return run_owners(self.arms, run)
 
     def run_protocol(self, run: str) -> Protocol:
         """The protocol training run ``run`` trains under (``run_protocol``): the frozen one with the

@@ -60,11 +60,13 @@ def train_config_for(study, run: str, *, parent: Path | None = None, steps: int 
     the size's base checkpoint a fresh run starts from (``init@``'s output; default its untrained init).
     """
     where = f"protocol/{study.name}/arms.yaml"
-    owners = [a for a in study.arms.values() if a.kind == "trained" and a.run == run]
+    owners = study.run_owners(run)
     if not owners:
         raise ConfigError(f"{where}:arms: no trained arm has run {run!r}; "
                           f"runs: {training_runs(study)}")
-    arm, protocol = owners[0], study.run_protocol(run)  # with the values of deviations covering the run
+    arm, protocol = study.arms[owners[0]], study.run_protocol(run)  # with the values of deviations covering the run
+    if arm.run != run:  # a run trained only to be continued: no parent of its own (as the token trainer)
+        arm = arm.model_copy(update={"run": run, "parent_run": None})
     size = protocol.sizes[arm.size]
     if size.kind != "policy":
         raise ConfigError(f"protocol/{study.name}/protocol.yaml:sizes.{arm.size}.kind: the demo "
