@@ -4,6 +4,7 @@ agree on, and no value may reshape the run the plan and read points were derived
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,17 @@ def test_a_demo_arms_rate_value_reaches_the_demo_trainer(root):
     study = load_study("demo", root)
     assert train_config_for(study, run).recipe.learning_rate == frozen / 2
     assert train_config_for(study, "w16_lr10x").recipe.learning_rate == frozen
+
+
+def test_a_runs_owners_are_its_own_arms_else_those_continuing_it(root):
+    study = load_study("lm", root)
+    assert study.run_owners("lm_m_shared_cont") == ["lm_m_shared_104"] and study.run_owners("nope") == []
+    demo = load_study("demo", root)
+    arm = next(a for a in demo.arms.values() if a.kind == "trained" and a.parent_run)
+    only_continued = replace(demo, frozen_arms={n: a for n, a in demo.frozen_arms.items() if a.run != arm.parent_run})
+    assert only_continued.run_owners(arm.parent_run) == [next(n for n, a in demo.arms.items() if a is arm)]
+    config = train_config_for(only_continued, arm.parent_run)  # trained as its own run, from the base
+    assert (config.arm.arm, config.arm.parent, config.arm.parent_arm) == (arm.parent_run, None, None)
 
 
 def test_arms_sharing_a_run_must_agree_on_its_values(committed_root):
