@@ -46,8 +46,8 @@ repro-lm: $(LLM_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc --cd pipelines/lm repro
 
 # `python -m pytest` puts the checkout on sys.path, as the team's PYTHONPATH=<repo> runs do, so
-# tests may import shared helpers as `tests.<package>.<module>`. `-n auto` (pytest-xdist) runs the fast
-# suite on every core: on CI's 2 cores 5.4 min instead of 9.
+# tests may import shared helpers as `tests.<package>.<module>`. `-n auto` (pytest-xdist) runs the
+# fast suite on every core: on CI's 2 cores 5.4 min instead of 9.
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto
 

@@ -122,8 +122,8 @@ def run_recipe_values(study: Any, run: str) -> dict[str, Any]:
     """The deviation values that change how ``run`` trains: those of its recipe section
     (``training.*`` or ``gpu_training.*``) and of its size's ``TRAINING_FIELDS`` (an LLM size's
     checkpoint and training parallelism; not serving keys) from the active entries covering its
-    owners, in the order ``effective_protocol`` applies them. The plan puts them beside the run, so recording one reruns
-    exactly that run's stages (``run_protocol`` checks first that its owners agree)."""
+    owners, in the order ``effective_protocol`` applies them. The plan puts them beside the run, so
+    recording one reruns exactly that run's stages (``run_protocol`` checks first that its owners agree)."""
     study.run_protocol(run)
     owners = run_owners(study.arms, run)
     if not owners:
