@@ -98,6 +98,15 @@ class Arm(StrictModel):
             raise ValueError(f"run {self.run!r} cannot continue itself")
         return self
 
+    def defining(self, run: str) -> "Arm":
+        """This trained arm's entry as the definition of training run ``run``: itself when it
+        trains ``run``; when it only continues ``run`` (a run trained only to be continued), the
+        same entry with ``run`` as its own run and no parent. Every trainer and planner reads a
+        run's recipe, size and rate through this one rule."""
+        if self.kind != "trained" or run not in (self.run, self.parent_run):
+            raise ValueError(f"arm {self!r} does not define run {run!r}")
+        return self if run == self.run else self.model_copy(update={"run": run, "parent_run": None})
+
 
 class ArmMatrix(StrictModel):
     """``protocol/<study>/arms.yaml``: the frozen arm matrix."""

@@ -64,9 +64,7 @@ def train_config_for(study, run: str, *, parent: Path | None = None, steps: int 
     if not owners:
         raise ConfigError(f"{where}:arms: no trained arm has run {run!r}; "
                           f"runs: {training_runs(study)}")
-    arm, protocol = study.arms[owners[0]], study.run_protocol(run)  # with the values of deviations covering the run
-    if arm.run != run:  # a run trained only to be continued: no parent of its own (as the token trainer)
-        arm = arm.model_copy(update={"run": run, "parent_run": None})
+    arm, protocol = study.arms[owners[0]].defining(run), study.run_protocol(run)  # with the covering deviations' values
     size = protocol.sizes[arm.size]
     if size.kind != "policy":
         raise ConfigError(f"protocol/{study.name}/protocol.yaml:sizes.{arm.size}.kind: the demo "

@@ -106,3 +106,15 @@ def test_seed_block_overlap_matches_set_intersection(a, len_a, b, len_b):
     block_a, block_b = SeedBlock(start=a, stop=a + len_a), SeedBlock(start=b, stop=b + len_b)
     expected = bool(set(block_a.seeds()) & set(block_b.seeds()))
     assert block_a.overlaps(block_b) == block_b.overlaps(block_a) == expected
+
+
+def test_a_continuing_arm_defines_its_parent_run_as_an_initial_run_of_its_own():
+    study = load_study("demo")
+    cont = study.arms["w16_shared_cont"]
+    assert cont.defining("w16_shared_cont") is cont
+    parent = cont.defining("w16_shared_init")
+    assert (parent.run, parent.parent_run, parent.size, parent.lr_multiple) == ("w16_shared_init", None, "w16", 1)
+    with pytest.raises(ValueError, match="does not define run 'w16_lr3x'"):
+        cont.defining("w16_lr3x")
+    with pytest.raises(ValueError, match="does not define run"):
+        study.arms["w16_base"].defining("w16_shared_init")

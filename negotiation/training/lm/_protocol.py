@@ -31,10 +31,10 @@ def lm_train_config_for(study, run: str, arm, *, base: Path, parent: Path | None
         runtime: machine settings (default: the CPU, float32).
     """
     where = f"protocol/{study.name}/arms.yaml:arms.{run}"
-    if arm.kind != "trained" or run not in (arm.run, arm.parent_run):
-        raise ConfigError(f"{where}: arm {arm!r} does not define run {run!r}")
-    if run == arm.parent_run:  # an initial run trained only to be continued: no parent of its own
-        arm = arm.model_copy(update={"run": run, "parent_run": None})
+    try:
+        arm = arm.defining(run)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
     if (arm.parent_run is None) != (parent is None):
         need = "needs the parent's final checkpoint" if arm.parent_run else "has no parent run"
         raise ConfigError(f"{where}.parent_run: run {run!r} {need} (got parent={parent})")

@@ -60,7 +60,7 @@ def _runs(arms: Mapping[str, Arm]) -> dict[str, Arm]:
             runs.setdefault(arm.run, arm)
     for arm in arms.values():
         if arm.parent_run is not None and arm.parent_run not in runs:
-            runs[arm.parent_run] = arm.model_copy(update={"run": arm.parent_run, "parent_run": None})
+            runs[arm.parent_run] = arm.defining(arm.parent_run)
     return runs
 
 
