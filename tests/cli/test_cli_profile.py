@@ -82,24 +82,35 @@ def test_power_holds_a_gpu_arms_table_to_the_gpu_guards_unless_told():
 
 KEPT_LM_L = KEPT_GPU.parents[1] / "lm-gpu-lm_l-2026-12-07"
 """The second GPU size (lm_l), built in part: base and the step-56 arm evaluated, the primary arm not."""
+KEPT_LM_M_GN = KEPT_GPU.parents[1] / "lm-gpu-lm_m-gn-2026-12-07"
+"""lm_m rebuilt with the group-normalized arms of deviations 5-7 (secondary): no primary arm."""
 
 
-def test_the_kept_lm_l_build_gives_its_numbers_and_the_audit_names_only_the_missing_primary(tmp_path):
-    tables, arms = tmp_path / "t", "lm_l_base,lm_l_shared,ref_*"
-    shutil.copytree(KEPT_LM_L / "tables", tables)
+@pytest.mark.parametrize(("kept", "arms", "intervals", "primary"), [
+    (KEPT_LM_L, "lm_l_base,lm_l_shared,ref_*", {"lm_l_shared - lm_l_base": [0.008, -0.017, 0.033]}, "lm_l_shared_104"),
+    (KEPT_LM_M_GN, "lm_m_base,lm_m_gn*,ref_*", {"lm_m_gn - lm_m_base": [0.005, -0.029, 0.036],
+                                                "lm_m_gn_lr3x - lm_m_base": [0.0, -0.027, 0.026],
+                                                "lm_m_gn_104 - lm_m_base": [0.019, -0.002, 0.042]}, "lm_m_shared_104"),
+], ids=["lm_l", "lm_m_gn"])
+def test_a_kept_part_build_gives_its_readmes_numbers_and_the_audit_names_only_the_missing_primary(
+        tmp_path, kept, arms, intervals, primary):
+    tables = tmp_path / "t"
+    shutil.copytree(kept / "tables", tables)
     assert nego_json("validate", "--study", "lm", "--results", str(tables), "--arms", arms)["success"]
     nego_json("analyze", "--study", "lm", "--results", str(tables), "--arms", arms)
     contrasts = json.loads((tables / "analyze" / "contrasts.json").read_text(encoding="utf-8"))["contrasts"]
-    step56 = next(c["interval"] for c in contrasts if c["spec"]["name"] == "lm_l_shared - lm_l_base")
-    assert [round(v, 3) for v in (step56["mean"], *step56["ci"])] == [0.008, -0.017, 0.033]  # as its README says
+    found = {c["spec"]["name"]: [round(v, 3) + 0.0 for v in (c["interval"]["mean"], *c["interval"]["ci"])]
+             for c in contrasts if c["spec"]["name"] in intervals}
+    assert found == intervals  # as the folder's README says
     audit = nego("audit", "lm", "--results", str(tables), "--json")
     failed = [f for f in json.loads(audit.stdout)["findings"] if f["status"] == "fail"]
     assert audit.exit_code == 1 and len(failed) == 1, failed
-    assert "primary contrast lm_l_shared_104 - lm_l_base is missing" in json.dumps(failed[0])
+    assert f"primary contrast {primary} - " in json.dumps(failed[0])
 
 
-def test_the_lm_l_gain_by_size_script_prints_what_its_readme_keeps():
-    done = subprocess.run([sys.executable, str(KEPT_LM_L / "gain_by_size_step56.py")], capture_output=True, text=True,
-                          timeout=600, cwd=KEPT_LM_L.parents[2])
+@pytest.mark.parametrize(("kept", "script"), [(KEPT_LM_L, "gain_by_size_step56"), (KEPT_LM_M_GN, "estimator_pairs")])
+def test_a_kept_folders_script_prints_what_its_readme_keeps(kept, script):
+    done = subprocess.run([sys.executable, str(kept / f"{script}.py")], capture_output=True, text=True,
+                          timeout=600, cwd=kept.parents[2])
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout == (KEPT_LM_L / "gain_by_size_step56.txt").read_text(encoding="utf-8")
+    assert done.stdout == (kept / f"{script}.txt").read_text(encoding="utf-8")
