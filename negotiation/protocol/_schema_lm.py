@@ -7,7 +7,7 @@ dialogues, and warm-started by imitation of scripted sellers (docs/lm.md).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -22,6 +22,10 @@ VLLM_CPU_HEAD_DIMS = (32, 64, 80, 96, 112, 128, 256)
 
 class LmSize(StrictModel):
     """One rung of the ladder: a causal-LM shape initialised from a seed, then warm-started."""
+
+    BUILT_ONCE: ClassVar[bool] = True
+    """``init@<size>`` builds the size's base once from these fields and every arm and run of the
+    size starts from it, so no deviation value may change one for some arms (``size_value_problem``)."""
 
     kind: Literal["lm"]
     """Discriminator."""

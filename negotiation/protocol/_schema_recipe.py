@@ -174,6 +174,10 @@ class LlmSize(StrictModel):
 class PolicySize(StrictModel):
     """A demo policy-network size: the width is the size."""
 
+    BUILT_ONCE: ClassVar[bool] = True
+    """``init@<size>`` writes the base once from these fields; every arm and run of the size shares
+    it, so no deviation value may change one for some arms (``size_value_problem``)."""
+
     kind: Literal["policy"]
     """Discriminator."""
     width: PolicyWidth

@@ -135,15 +135,17 @@ def check_deviation_arms(ctx: AuditContext) -> Iterator[Finding]:
 
 
 def _run_value_problems(study) -> list[str]:
-    """Each training run whose arms' deviation values disagree or reshape it (``Study.run_protocol``),
-    found here rather than when the run trains."""
+    """Each arm whose deviation values change its size's built-once fields (``Study.size_value_problem``)
+    and each training run whose arms' values disagree or reshape it (``Study.run_protocol``), found
+    here rather than when the run trains."""
+    problems = [p for p in (study.size_value_problem(arm) for arm in sorted(study.arms)) if p]
     runs = sorted({r for a in study.arms.values() if a.kind == "trained" for r in (a.run, a.parent_run) if r})
-    problems = []
     for run in runs:
         try:
             study.run_protocol(run)
         except ConfigError as exc:
-            problems.append(str(exc))
+            if str(exc) not in problems:
+                problems.append(str(exc))
     return problems
 
 

@@ -19,7 +19,7 @@ from negotiation.protocol import Protocol
 from negotiation.study._registry import Registry
 
 __all__ = ["RUN_SHAPE", "effective_protocol", "key_problems", "run_owners", "run_protocol", "run_recipe_values",
-           "value_problems"]
+           "size_value_problem", "value_problems"]
 
 RUN_SHAPE = ("initial_steps", "combined_steps", "checkpoint_every", "read_points", "seeds_per_arm")
 """Recipe keys the plan, read points and continuations take from the frozen protocol: a deviation's
@@ -92,11 +92,29 @@ def run_owners(arms: Mapping[str, Any], run: str) -> list[str]:
     return own or sorted(n for n, a in arms.items() if a.kind == "trained" and a.parent_run == run)
 
 
+def size_value_problem(study: Any, arm: str) -> str | None:
+    """Why the deviation values covering ``arm`` may not stand, or None: a size whose base
+    ``init@<size>`` builds once (``BUILT_ONCE``: the lm ladder, the demo policies) is shared by every
+    arm and run of that size, so a value may not change one of its fields for some arms only."""
+    size = study.arms[arm].size
+    frozen = study.protocol.sizes.get(size) if size else None
+    if frozen is None or not getattr(frozen, "BUILT_ONCE", False):
+        return None
+    mine = study.effective_protocol(arm).sizes[size]
+    for field in type(frozen).model_fields:
+        if getattr(mine, field) != getattr(frozen, field):
+            return (f"registry/{study.name}/deviations: a value gives arm {arm!r} sizes.{size}.{field} "
+                    f"{getattr(mine, field)!r}, frozen {getattr(frozen, field)!r}: every arm of size {size!r} "
+                    f"starts from the one init@{size}, so a size's own fields change only by a re-freeze")
+    return None
+
+
 def run_protocol(study: Any, run: str) -> Protocol:
     """The protocol training run ``run`` of ``study`` trains under: its owners' ``effective_protocol``
     (the frozen one where no deviation value covers them). One run trains once for every arm that
     reads it, so the owners must agree on its recipe section, and no value may change the run's
-    ``RUN_SHAPE``: either is a ConfigError naming the arms and the key."""
+    ``RUN_SHAPE`` or its size's built-once fields (``size_value_problem``): each is a ConfigError
+    naming the arms and the key."""
     owners = run_owners(study.arms, run)
     if not owners:
         return study.protocol
@@ -109,6 +127,9 @@ def run_protocol(study: Any, run: str) -> Protocol:
             raise ConfigError(f"{where}: a value gives run {run!r} (arms {owners}) {key}.{field} "
                               f"{getattr(recipe, field)!r}, frozen {getattr(frozen, field)!r}: the plan and read "
                               "points keep the frozen run shape (a branch is a continuations.yaml entry, else re-freeze)")
+    problem = size_value_problem(study, owners[0])
+    if problem:
+        raise ConfigError(problem)
     for name in owners[1:]:
         other = study.effective_protocol(name)
         if (other.recipe_for(size), other.sizes[size]) != (recipe, first.sizes[size]):

@@ -26,7 +26,7 @@ from negotiation.study._continuations import (
     continuations_path,
 )
 from negotiation.study._deviation import DeviationLog
-from negotiation.study._effective import effective_protocol, run_owners, run_protocol, run_recipe_values
+from negotiation.study._effective import effective_protocol, run_owners, run_protocol, run_recipe_values, size_value_problem
 from negotiation.study._layout import ResultsLayout, default_root, results_dir, study_dir
 from negotiation.study._lockfile import LOCK_FILE, LockError, lock_file_problems
 from negotiation.study._panel import Panel, panel_path, panel_problems
@@ -101,6 +101,11 @@ class Study:
         """The arms whose entry defines training run ``run`` (``run_owners``): those training it,
         else (a run trained only to be continued) those continuing it; empty for no run."""
         return run_owners(self.arms, run)
+
+    def size_value_problem(self, arm: str) -> str | None:
+        """Why the deviation values covering ``arm`` change its size's built-once fields, or None
+        (``size_value_problem``: every arm of an lm or policy size starts from one ``init@<size>``)."""
+        return size_value_problem(self, arm)
 
     def run_protocol(self, run: str) -> Protocol:
         """The protocol training run ``run`` trains under (``run_protocol``): the frozen one with the

@@ -86,3 +86,27 @@ def test_the_audit_names_a_run_its_arms_train_differently_before_it_trains(commi
     _log(committed_root, "paper", ["e4b_lr3x_56"], {"training.learning_rate": 2 * study.protocol.training.learning_rate})
     failed = [f.evidence for f in run_audit("paper", root=committed_root).findings if f.status == "fail"]
     assert len(failed) == 1 and "run 'e4b_lr3x' trains once for arms ['e4b_lr3x_56', 'e4b_lr3x_64']" in failed[0]
+
+
+@pytest.mark.parametrize(("study_name", "arm", "key", "value"), [
+    ("lm", "lm_m_lr3x", "sizes.lm_m.num_layers", 8),
+    ("demo", "w16_lr3x", "sizes.w16.init_seed", 99),
+])
+def test_a_value_may_not_change_a_size_its_init_builds_once_for_some_arms(committed_root, tmp_path, study_name, arm,
+                                                                          key, value):
+    _log(committed_root, study_name, [arm], {key: value})
+    study = load_study(study_name, committed_root)
+    size, field = key.split(".")[1:]
+    message = rf"^registry/{study_name}/deviations: a value gives arm '{arm}' {key} {value}, frozen .*init@{size}"
+    assert study.size_value_problem(arm) and study.size_value_problem(f"{size}_base") is None  # not covered
+    with pytest.raises(ConfigError, match=message):
+        study.run_protocol(study.arms[arm].run)
+    from negotiation.registry import run_audit
+
+    failed = [f.evidence for f in run_audit(study_name, root=committed_root).findings if f.status == "fail"]
+    assert len(failed) == 1 and f"arm '{arm}' {key}" in failed[0], failed
+
+
+def test_an_llm_sizes_serving_value_for_some_arms_stands(committed_root):
+    study = load_study("paper", committed_root)
+    assert all(study.size_value_problem(arm) is None for arm in study.arms)  # entry 17: 31B arms served on four
