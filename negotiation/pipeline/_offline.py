@@ -9,7 +9,10 @@ reads; a run's parent before it). A stage is named as before the per-arm layout,
 (``<arm file>:select``). Each finished stage is entered in ``<plan.out>/stages-run.json``; a later
 call skips those, so a call cut short (a 10-minute device limit) is followed by the same call.
 Nothing here deletes an output: a partial run resumes from its ``resume.pt``, a pilot or
-evaluation resumes from its store.
+evaluation resumes from its store. A stage's small outputs outside ``<plan.out>`` (its metrics file,
+``metrics/<study>-gpu/<arm>.json``) are also kept in its ledger entry and written back by a later
+call where they are missing: a machine that receives a fresh copy of the working tree each call
+would otherwise lose the files that folder holds, which git does not ignore.
 
 Brought home, ``commit_offline`` runs ``dvc commit -f`` on exactly the stages the ledger lists, so
 ``dvc status`` of the file is clean for them and ``dvc repro`` runs only the stages left (the
@@ -37,6 +40,8 @@ import yaml
 from negotiation.pipeline._studyfile import STAGE_ORDER  # the order stage groups run in (each after those it reads)
 
 LEDGER = "stages-run.json"
+KEPT_BYTES = 65_536
+"""Largest output outside ``<plan.out>`` the ledger keeps a copy of (a metrics file is ~1 KB)."""
 _VAR = re.compile(r"\$\{([^}]+)\}")
 
 
@@ -54,6 +59,12 @@ class StageCommand:
     address: str
     wdir: str = "."
     arm: str | None = None
+    outs: tuple[str, ...] = ()
+    """The stage's outputs as written in its file, variables filled (relative to ``wdir``)."""
+
+
+def _outs(body: dict[str, Any], ctx: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(_fill(next(iter(o)) if isinstance(o, dict) else o, ctx) for o in body.get("outs", []))
 
 
 def _lookup(ctx: dict[str, Any], dotted: str) -> Any:
@@ -90,14 +101,16 @@ def _file_commands(path: Path, arm: str | None) -> list[tuple[StageCommand, int]
         wdir = os.path.normpath(path.parent / body.get("wdir", "."))
         if "foreach" not in stage:
             out.append((StageCommand(f"{name}@{arm}" if arm else name, name, _fill(stage["cmd"], ctx),
-                                     f"{path.as_posix()}:{name}", wdir, arm), 0))
+                                     f"{path.as_posix()}:{name}", wdir, arm, _outs(stage, ctx)), 0))
             continue
         items = stage["foreach"] if isinstance(stage["foreach"], dict) else \
             _lookup(ctx, _VAR.fullmatch(stage["foreach"]).group(1))
         for key, item in items.items():
             continues = int(name == "train" and "/train/" in str((item or {}).get("start", "")))
-            out.append((StageCommand(f"{name}@{key}", name, _fill(stage["do"]["cmd"], {**ctx, "key": key, "item": item}),
-                                     f"{path.as_posix()}:{name}@{key}", wdir, arm), continues))
+            filled = {**ctx, "key": key, "item": item}
+            out.append((StageCommand(f"{name}@{key}", name, _fill(stage["do"]["cmd"], filled),
+                                     f"{path.as_posix()}:{name}@{key}", wdir, arm, _outs(stage["do"], filled)),
+                        continues))
     return out
 
 
@@ -141,6 +154,8 @@ def run_offline(pipeline_file: str | Path, root: Path, *, groups: tuple[str, ...
     with its exit status, naming the stage."""
     pipeline_file, root = Path(pipeline_file), Path(root)
     ledger_file = ledger_path(pipeline_file, root)
+    if not dry:
+        _restore_kept(ledger_file, root)
     ran = []
     for command in _chosen(stage_commands(pipeline_file), groups, patterns):
         if command.name in _read_ledger(ledger_file):  # read each time: another lane may have run it
@@ -154,8 +169,32 @@ def run_offline(pipeline_file: str | Path, root: Path, *, groups: tuple[str, ...
         if done.returncode != 0:
             raise SystemExit(f"error: stage {command.name} failed (exit {done.returncode}): {command.cmd}")
         _record(ledger_file, command.name, {"cmd": command.cmd, "seconds": round(time.perf_counter() - start, 1),
-                                            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+                                            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                            **_kept(command, root, ledger_file.parent)})
     return ran
+
+
+def _kept(command: StageCommand, root: Path, profile_out: Path) -> dict[str, Any]:
+    """``{"kept": {path: text}}`` of the stage's small file outputs outside ``profile_out`` (paths
+    relative to ``root``), or nothing."""
+    kept = {}
+    for out in command.outs:
+        path = (root / command.wdir / out).resolve()
+        if profile_out.resolve() not in path.parents and path.is_file() and path.stat().st_size <= KEPT_BYTES:
+            kept[os.path.relpath(path, root.resolve())] = path.read_text(encoding="utf-8")
+    return {"kept": kept} if kept else {}
+
+
+def _restore_kept(ledger_file: Path, root: Path) -> None:
+    """Write back each finished stage's kept output that is missing here, saying so."""
+    for name, entry in sorted(_read_ledger(ledger_file).items()):
+        for rel, text in entry.get("kept", {}).items():
+            path = root / rel
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+                print(f"[{name}] restored {rel} from {ledger_file.name} (missing in this copy of the checkout)",
+                      file=sys.stderr, flush=True)
 
 
 def _record(ledger_file: Path, name: str, entry: dict[str, Any]) -> None:

@@ -45,3 +45,18 @@ def test_a_lane_skips_a_stage_another_lane_finished_after_it_started(tmp_path):
     pipeline = _pipeline(tmp_path)
     assert run_offline(pipeline, tmp_path, groups=tuple(STAGES), patterns=("s0",)) == ["s0"]
     assert run_offline(pipeline, tmp_path, groups=tuple(STAGES), patterns=("s0", "s1")) == ["s1"]
+
+
+def test_a_metrics_file_a_fresh_copy_of_the_checkout_replaced_comes_back_from_the_ledger(tmp_path):
+    write = (f"{sys.executable} -c \"import pathlib; [pathlib.Path(p).parent.mkdir(parents=True, exist_ok=True) "
+             f"or pathlib.Path(p).write_text(p) for p in ('metrics/m/a.json', 'out/evaluate/a.txt')]\"")
+    graph = {"vars": [{"plan": {"out": "out"}}],
+             "stages": {"evaluate": {"cmd": write, "outs": ["out/evaluate/a.txt", {"metrics/m/a.json": {"cache": False}}]},
+                        "later": {"cmd": f"{sys.executable} -c 'pass'"}}}
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump(graph), encoding="utf-8")
+    assert run_offline(tmp_path / "dvc.yaml", tmp_path, groups=("evaluate", "later"), patterns=("evaluate",)) == ["evaluate"]
+    entry = json.loads((tmp_path / "out" / LEDGER).read_text(encoding="utf-8"))["evaluate"]
+    assert entry["kept"] == {"metrics/m/a.json": "metrics/m/a.json"}  # the profile's own folder is not copied
+    (tmp_path / "metrics" / "m" / "a.json").unlink()  # the next call's copy of the working tree lacks it
+    assert run_offline(tmp_path / "dvc.yaml", tmp_path, groups=("evaluate", "later")) == ["later"]
+    assert (tmp_path / "metrics" / "m" / "a.json").read_text(encoding="utf-8") == "metrics/m/a.json"
