@@ -180,8 +180,12 @@ def _kept(command: StageCommand, root: Path, profile_out: Path) -> dict[str, Any
     kept = {}
     for out in command.outs:
         path = (root / command.wdir / out).resolve()
-        if profile_out.resolve() not in path.parents and path.is_file() and path.stat().st_size <= KEPT_BYTES:
+        if profile_out.resolve() in path.parents or not path.is_file() or path.stat().st_size > KEPT_BYTES:
+            continue
+        try:
             kept[os.path.relpath(path, root.resolve())] = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:  # the ledger is JSON text: a binary output stays where it is, uncopied
+            continue
     return {"kept": kept} if kept else {}
 
 

@@ -26,7 +26,8 @@ from negotiation.study._continuations import (
     continuations_path,
 )
 from negotiation.study._deviation import DeviationLog
-from negotiation.study._effective import effective_protocol, run_owners, run_protocol, run_recipe_values, size_value_problem
+from negotiation.study._effective import (effective_protocol, run_owners, run_protocol, run_recipe_values,
+                                          size_value_problem)
 from negotiation.study._layout import ResultsLayout, default_root, results_dir, study_dir
 from negotiation.study._lockfile import LOCK_FILE, LockError, lock_file_problems
 from negotiation.study._panel import Panel, panel_path, panel_problems

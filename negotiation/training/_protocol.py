@@ -64,7 +64,8 @@ def train_config_for(study, run: str, *, parent: Path | None = None, steps: int 
     if not owners:
         raise ConfigError(f"{where}:arms: no trained arm has run {run!r}; "
                           f"runs: {training_runs(study)}")
-    arm, protocol = study.arms[owners[0]].defining(run), study.run_protocol(run)  # with the covering deviations' values
+    arm = study.arms[owners[0]].defining(run)
+    protocol = study.run_protocol(run)  # with the values of deviations covering the run
     size = protocol.sizes[arm.size]
     if size.kind != "policy":
         raise ConfigError(f"protocol/{study.name}/protocol.yaml:sizes.{arm.size}.kind: the demo "
